@@ -1,0 +1,70 @@
+"""The one place every ``SITEMAPCRAWL_*`` default lives, and where components are registered.
+
+Everything is set at ``addon`` priority, so project settings, ``custom_settings`` and
+``-s`` on the command line still override it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .extensions import SitemapProgressExtension
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+__all__ = ["DEFAULTS", "GUESS_PATHS", "SitemapCrawlAddon"]
+
+#: Where sites put sitemaps when robots.txt does not say (WordPress, Yoast, Rank Math…).
+GUESS_PATHS = (
+    "/sitemap.xml",
+    "/sitemap_index.xml",
+    "/sitemap-index.xml",
+    "/wp-sitemap.xml",
+    "/sitemap.xml.gz",
+    "/sitemap.txt",
+    "/sitemaps.xml",
+    "/sitemap_news.xml",
+    "/post-sitemap.xml",
+)
+
+DEFAULTS: dict[str, Any] = {
+    # Discovery
+    "SITEMAPCRAWL_GUESS": "fallback",  # off | fallback (when robots.txt declares none) | always
+    "SITEMAPCRAWL_GUESS_PATHS": list(GUESS_PATHS),
+    "SITEMAPCRAWL_SCOPE": "host",  # host | path | robots | off
+    # Limits per run (0 = no limit)
+    "SITEMAPCRAWL_MAX_SITEMAPS": 0,
+    "SITEMAPCRAWL_MAX_URLS": 0,
+    "SITEMAPCRAWL_MAX_DEPTH": 5,
+    # Limits per file
+    "SITEMAPCRAWL_MAX_SIZE": 52_428_800,  # decoded bytes read from one sitemap
+    "SITEMAPCRAWL_MAX_DOWNLOAD_SIZE": 52_428_800,  # bytes downloaded for one sitemap
+    "SITEMAPCRAWL_MAX_URLS_PER_FILE": 50_000,  # the protocol's limit: more is a violation
+    "SITEMAPCRAWL_KEEP_EXCESS_URLS": True,  # keep (and flag) URLs past that limit
+    "SITEMAPCRAWL_MAX_LOC_LENGTH": 2048,
+    "SITEMAPCRAWL_ROBOTS_MAX_SIZE": 5 * 1024 * 1024,  # bytes downloaded for robots.txt
+    # Output
+    "SITEMAPCRAWL_DEDUPLICATE": True,  # one item per URL even when listed in several files
+    # Observability
+    "SITEMAPCRAWL_PROGRESS_ENABLED": True,
+    "SITEMAPCRAWL_PROGRESS_INTERVAL": 60.0,
+}
+
+
+class SitemapCrawlAddon:
+    """Register sitemapcrawl's components and set its defaults.
+
+    Enable it with ``ADDONS = {"sitemapcrawl.addon.SitemapCrawlAddon": 0}`` (the project's
+    settings do).
+    """
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        for name, value in DEFAULTS.items():
+            settings.set(name, value, "addon")
+        settings.set(
+            "FEED_EXPORTERS",
+            {"csv": "sitemapcrawl.exporters.SitemapCsvItemExporter"},
+            "addon",
+        )
+        settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapProgressExtension, 500)

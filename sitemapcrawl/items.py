@@ -1,0 +1,43 @@
+"""Items in the order a CSV user wants to read their columns (feeds keep declaration order)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["SitemapUrlItem"]
+
+
+@dataclass(slots=True)
+class SitemapUrlItem:
+    """One page URL and everything its sitemap said about it.
+
+    ``lastmod`` is ISO 8601 UTC (``2024-05-01T10:00:00Z``) or None; ``lastmod_raw`` the text
+    as written; ``lastmod_precision`` year/month/day/minute/second/fraction; ``lastmod_flags``
+    any of assumed_utc, date_only, future, invalid, sentinel. ``sitemap`` is the file that
+    listed the URL, ``sitemap_lastmod`` the ``<lastmod>`` its parent index gave that file,
+    ``segment`` the child sitemap (its path) or, for a site with one flat sitemap, the URL's
+    first path component. ``depth`` is 0 for a top-level sitemap, 1 for an index's child…
+    ``found_via`` says how the top-level sitemap was found: robots, guessed or given.
+    ``flags``: relative_loc (resolved against the sitemap URL), beyond_protocol_limit
+    (past the 50,000th URL of its file).
+    """
+
+    url: str
+    lastmod: str | None = None
+    lastmod_raw: str | None = None
+    lastmod_precision: str | None = None
+    lastmod_flags: list[str] = field(default_factory=list)
+    changefreq: str | None = None
+    priority: float | None = None
+    sitemap: str = ""
+    sitemap_lastmod: str | None = None
+    segment: str = ""
+    depth: int = 0
+    found_via: str = ""
+    news: list[dict[str, Any]] = field(default_factory=list)
+    images: list[dict[str, Any]] = field(default_factory=list)
+    videos: list[dict[str, Any]] = field(default_factory=list)
+    alternates: list[dict[str, Any]] = field(default_factory=list)
+    mobile: bool = False
+    flags: list[str] = field(default_factory=list)

@@ -1,0 +1,45 @@
+"""The pure core: robots.txt, body decoding, sitemap/feed/text parsing, dates, limits, errors.
+
+Nothing in this package imports Scrapy or Twisted (a test enforces it), so it can be fed
+the conformance corpus, fuzzed and benchmarked without a reactor.
+"""
+
+from .dates import LastMod, format_utc, parse_feed_date, parse_lastmod
+from .decompress import BodyDecoder, is_gzip
+from .errors import (
+    BodyTooLarge,
+    DecompressionError,
+    EmptyBody,
+    EntitiesDeclared,
+    NotASitemap,
+    SitemapError,
+    SitemapSyntaxError,
+    TooManyUrls,
+    UnknownFormat,
+)
+from .model import Limits, SitemapRef, UrlEntry
+from .reader import SITEMAP_KINDS, SitemapReader, sniff
+
+__all__ = [
+    "SITEMAP_KINDS",
+    "BodyDecoder",
+    "BodyTooLarge",
+    "DecompressionError",
+    "EmptyBody",
+    "EntitiesDeclared",
+    "LastMod",
+    "Limits",
+    "NotASitemap",
+    "SitemapError",
+    "SitemapReader",
+    "SitemapRef",
+    "SitemapSyntaxError",
+    "TooManyUrls",
+    "UnknownFormat",
+    "UrlEntry",
+    "format_utc",
+    "is_gzip",
+    "parse_feed_date",
+    "parse_lastmod",
+    "sniff",
+]

@@ -1,0 +1,122 @@
+"""Which URLs belong to the site being mapped, and which addresses are never requested."""
+
+from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlsplit
+
+__all__ = ["SCOPE_MODES", "ScopePolicy", "private_address"]
+
+#: ``host``: the site's host or its ``www.`` twin; ``path``: the sitemaps.org rule (under
+#: the sitemap file's own directory); ``robots``: ``path``, or ``host`` for sitemaps the
+#: site declared in its robots.txt (sitemaps.org cross-submission); ``off``: everything.
+SCOPE_MODES = ("host", "path", "robots", "off")
+
+
+def _bare_host(host: str) -> str:
+    host = host.lower().rstrip(".")
+    return host[4:] if host.startswith("www.") else host
+
+
+def _split(url: str) -> tuple[str, str, str]:
+    """(scheme, host[:port] without default port, path) of a URL, lowercased where it may be."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").rstrip(".")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is not None and port != {"http": 80, "https": 443}.get(scheme):
+        host = f"{host}:{port}"
+    return scheme, host, parts.path or "/"
+
+
+class ScopePolicy:
+    """Judge page URLs against a scope mode; ``reason()`` gives why one is out, or None.
+
+    >>> policy = ScopePolicy("host", "https://www.example.com/")
+    >>> policy.reason("https://example.com/a", "https://cdn.example.net/s.xml", True) is None
+    True
+    >>> policy.reason("https://other.example.org/a", "https://www.example.com/s.xml", True)
+    'other_host'
+    >>> ScopePolicy("path", "https://example.com/").reason(
+    ...     "https://example.com/blog/a", "https://example.com/news/sitemap.xml", False)
+    'outside_sitemap_path'
+    """
+
+    def __init__(self, mode: str, site: str) -> None:
+        if mode not in SCOPE_MODES:
+            raise ValueError(f"scope must be one of {', '.join(SCOPE_MODES)}, not {mode!r}")
+        self.mode = mode
+        _, host, _ = _split(site)
+        self.site_host = _bare_host(host)
+        bare = self.site_host
+        # Fast path: the prefixes every in-scope URL of a typical site starts with.
+        self._prefixes = tuple(
+            f"{scheme}://{www}{bare}/" for scheme in ("http", "https") for www in ("", "www.")
+        )
+        self._path_cache: dict[str, tuple[str, ...]] = {}
+
+    def _host_ok(self, url: str) -> bool:
+        if url.startswith(self._prefixes):
+            return True
+        _, host, _ = _split(url)
+        return _bare_host(host) == self.site_host
+
+    def _path_ok(self, url: str, sitemap_url: str) -> bool:
+        prefixes = self._path_cache.get(sitemap_url)
+        if prefixes is None:
+            scheme, host, path = _split(sitemap_url)
+            directory = path[: path.rfind("/") + 1]
+            prefixes = (f"{scheme}://{host}{directory}",)
+            if len(self._path_cache) < 10_000:
+                self._path_cache[sitemap_url] = prefixes
+        if url.startswith(prefixes):
+            return True
+        scheme, host, path = _split(url)
+        return f"{scheme}://{host}{path}".startswith(prefixes)
+
+    def reason(self, url: str, sitemap_url: str, declared_in_robots: bool) -> str | None:
+        """None when ``url`` (listed in ``sitemap_url``) is in scope, else a short reason."""
+        mode = self.mode
+        if mode == "off":
+            return None
+        if mode == "host":
+            return None if self._host_ok(url) else "other_host"
+        if self._path_ok(url, sitemap_url):
+            return None
+        if mode == "robots" and declared_in_robots and self._host_ok(url):
+            return None
+        return "outside_sitemap_path"
+
+
+def private_address(url: str, origin: str | None) -> bool:
+    """True when ``url`` targets a loopback, private, link-local or reserved IP literal or
+    ``localhost`` that the origin itself is not on (a sitemap must not steer us there).
+
+    >>> private_address("http://169.254.169.254/latest/meta-data", "https://example.com")
+    True
+    >>> private_address("http://127.0.0.1:8000/s.xml", "http://127.0.0.1:8000/")
+    False
+    """
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        internal = True
+    else:
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        internal = not address.is_global
+    if not internal:
+        return False
+    if origin is None:
+        return False
+    origin_host = (urlsplit(origin).hostname or "").rstrip(".").lower()
+    if origin_host == "localhost" or origin_host.endswith(".localhost"):
+        return False
+    try:
+        return ipaddress.ip_address(origin_host).is_global
+    except ValueError:
+        return True

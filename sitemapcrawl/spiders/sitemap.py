@@ -1,0 +1,547 @@
+"""The ``sitemap`` spider: thin Scrapy glue around the pure core in ``sitemapcrawl.sitemaps``.
+
+It is a drop-in subclass of Scrapy's ``SitemapSpider``: ``sitemap_urls``, ``sitemap_rules``,
+``sitemap_follow``, ``sitemap_alternate_links`` and ``sitemap_filter`` keep their meaning,
+but parsing, discovery, limits and reporting are sitemapcrawl's. By default it requests
+robots.txt and sitemap files only and yields one ``SitemapUrlItem`` per URL; a subclass
+that sets ``sitemap_rules`` also gets its callbacks called for the matching pages.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urljoin, urlsplit
+
+from scrapy import Request
+from scrapy.exceptions import CloseSpider
+from scrapy.spiders import SitemapSpider
+from w3lib.url import canonicalize_url
+
+from sitemapcrawl.items import SitemapUrlItem
+from sitemapcrawl.sitemaps import Limits, SitemapReader, SitemapRef, UrlEntry
+from sitemapcrawl.sitemaps.robots import parse_robots
+from sitemapcrawl.sitemaps.scope import SCOPE_MODES, ScopePolicy, private_address
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterable, Iterator
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
+    from twisted.python.failure import Failure
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SitemapCrawlSpider", "SitemapTask"]
+
+_GUESS_MODES = ("off", "fallback", "always")
+_ERROR_STATUSES = list(range(400, 600))
+_P = "sitemapcrawl/"
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapTask:
+    """What the spider knows about a sitemap request (passed as ``cb_kwargs["task"]``)."""
+
+    url: str
+    found_via: str  # robots | guessed | given
+    site: str  # the site root every scope decision is made against
+    depth: int = 0
+    parent_lastmod: str | None = None  # the index's <lastmod> for this file (ISO UTC)
+    segment: str | None = None  # None: top-level file, segment by first path component
+    chain: tuple[str, ...] = ()  # canonical URLs of the indexes above this file
+    declared_in_robots: bool = False
+    probe: bool = False  # a guessed location: a 404 is a quiet miss
+
+
+def _positive_int(name: str, value: Any) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"argument {name}={value!r} is not a whole number") from None
+    if number < 0:
+        raise ValueError(f"argument {name}={value!r} must be 0 (no limit) or more")
+    return number
+
+
+def _http_url(name: str, value: str) -> str:
+    value = value.strip()
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"argument {name}={value!r} is not an http(s) URL")
+    return value
+
+
+def _first_segment(url: str) -> str:
+    """``/blog/`` for ``https://a.example/blog/post``; ``/`` for a page at the root."""
+    start = url.find("/", url.find("//") + 2)
+    if start < 0:
+        return "/"
+    end = url.find("/", start + 1)
+    return "/" if end < 0 else url[start : end + 1]
+
+
+def _file_segment(url: str, site: str) -> str:
+    """A child sitemap's name as a segment: its path (and query), or its URL on another host."""
+    parts = urlsplit(url)
+    if parts.netloc.lower() != urlsplit(site).netloc.lower():
+        return url
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+class SitemapCrawlSpider(SitemapSpider):
+    """Discover every URL of a site from robots.txt and its sitemaps.
+
+    Arguments (``-a``): ``origin`` (the site, e.g. ``https://www.example.com``);
+    ``sitemap_urls`` (comma-separated; skips discovery); ``max_sitemaps``, ``max_urls``,
+    ``max_depth`` (0 = no limit); ``scope`` (host, path, robots, off); ``guess`` (off,
+    fallback, always). Each overrides the ``SITEMAPCRAWL_*`` setting of the same name.
+    """
+
+    name = "sitemap"
+    #: Discovery only: no page requests unless a subclass sets rules.
+    sitemap_rules: ClassVar[Any] = ()
+    _ARGUMENTS: ClassVar[tuple[str, ...]] = (
+        "origin",
+        "sitemap_urls",
+        "max_sitemaps",
+        "max_urls",
+        "max_depth",
+        "scope",
+        "guess",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._raw_args = {k: kwargs.pop(k) for k in self._ARGUMENTS if k in kwargs}
+        if "sitemap_urls" in self._raw_args:
+            given = self._raw_args["sitemap_urls"]
+            kwargs["sitemap_urls"] = (
+                [u for u in given.split(",") if u.strip()] if isinstance(given, str) else list(given)
+            )
+        super().__init__(*args, **kwargs)
+        self.argument_error: str | None = None
+        self._visited: set[str] = set()
+        self._seen_urls: set[int] = set()
+        self._urls_emitted = 0
+        self._sitemaps_scheduled = 0
+        self._logged: set[tuple[str, str]] = set()
+        self._closing = False
+        self._filter_overridden = type(self).sitemap_filter is not SitemapSpider.sitemap_filter
+
+    # -- configuration -------------------------------------------------------------------
+
+    def _configure(self, crawler: Crawler) -> None:
+        """Read arguments and settings (add-on defaults exist only once the crawl starts)."""
+        settings = crawler.settings
+        raw = self._raw_args
+        try:
+            self.origin = _http_url("origin", raw["origin"]) if raw.get("origin") else None
+            self.sitemap_urls = [
+                _http_url("sitemap_urls", u) for u in (self.sitemap_urls or ())
+            ]
+            self.max_sitemaps = _positive_int(
+                "max_sitemaps", raw.get("max_sitemaps", settings.getint("SITEMAPCRAWL_MAX_SITEMAPS"))
+            )
+            self.max_urls = _positive_int(
+                "max_urls", raw.get("max_urls", settings.getint("SITEMAPCRAWL_MAX_URLS"))
+            )
+            self.max_depth = _positive_int(
+                "max_depth", raw.get("max_depth", settings.getint("SITEMAPCRAWL_MAX_DEPTH"))
+            )
+            self.scope = str(raw.get("scope", settings.get("SITEMAPCRAWL_SCOPE"))).strip()
+            if self.scope not in SCOPE_MODES:
+                raise ValueError(
+                    f"argument scope={self.scope!r} is not one of {', '.join(SCOPE_MODES)}"
+                )
+            self.guess = str(raw.get("guess", settings.get("SITEMAPCRAWL_GUESS"))).strip()
+            if self.guess not in _GUESS_MODES:
+                raise ValueError(
+                    f"argument guess={self.guess!r} is not one of {', '.join(_GUESS_MODES)}"
+                )
+            if not self.origin and not self.sitemap_urls:
+                raise ValueError(
+                    "argument origin is missing: pass -a origin=https://site or -a sitemap_urls=..."
+                )
+        except ValueError as exc:
+            self.argument_error = str(exc)
+            return
+        self.guess_paths = settings.getlist("SITEMAPCRAWL_GUESS_PATHS")
+        self.deduplicate = settings.getbool("SITEMAPCRAWL_DEDUPLICATE")
+        self._sitemap_maxsize = settings.getint("SITEMAPCRAWL_MAX_DOWNLOAD_SIZE")
+        self._robots_maxsize = settings.getint("SITEMAPCRAWL_ROBOTS_MAX_SIZE")
+        self.limits = Limits(
+            max_size=settings.getint("SITEMAPCRAWL_MAX_SIZE"),
+            max_urls=settings.getint("SITEMAPCRAWL_MAX_URLS_PER_FILE"),
+            keep_excess=settings.getbool("SITEMAPCRAWL_KEEP_EXCESS_URLS"),
+            max_loc_length=settings.getint("SITEMAPCRAWL_MAX_LOC_LENGTH"),
+        )
+        self._policies: dict[str, ScopePolicy] = {}
+
+    @property
+    def stats(self) -> StatsCollector:
+        """The crawler's stats (they exist once the crawl starts)."""
+        stats = self.crawler.stats
+        assert stats is not None
+        return stats
+
+    # -- start ---------------------------------------------------------------------------
+
+    async def start(self) -> AsyncIterator[Any]:
+        self._configure(self.crawler)
+        if self.argument_error:
+            logger.error("Not crawling: %(error)s", {"error": self.argument_error})
+            raise CloseSpider("bad_argument")
+        if self.sitemap_urls:
+            for url in self.sitemap_urls:
+                site = self.origin or urljoin(url, "/")
+                if urlsplit(url).path.endswith("/robots.txt"):
+                    yield self._robots_request(url, site)
+                else:
+                    task = SitemapTask(url, "given", site)
+                    if request := self._sitemap_request(task):
+                        yield request
+            return
+        assert self.origin is not None
+        site = urljoin(self.origin, "/")
+        yield self._robots_request(urljoin(site, "/robots.txt"), site)
+
+    # -- robots.txt ----------------------------------------------------------------------
+
+    def _robots_request(self, url: str, site: str) -> Request:
+        self.stats.inc_value(_P + "robots/requested_count")
+        return Request(
+            url,
+            callback=self._parse_robots,
+            errback=self._robots_failed,
+            cb_kwargs={"site": site},
+            meta={
+                "handle_httpstatus_list": _ERROR_STATUSES,
+                "dont_obey_robotstxt": True,
+                "allow_offsite": True,
+                "download_maxsize": self._robots_maxsize,
+                "download_warnsize": 0,
+            },
+            dont_filter=True,
+            priority=100,
+        )
+
+    def _parse_robots(self, response: Response, site: str) -> Iterator[Request]:
+        self.stats.inc_value(_P + f"robots/status_count/{response.status}")
+        declared: list[str] = []
+        if response.status == 200:
+            robots = parse_robots(response.body, response.url)
+            if robots.html:
+                self.stats.inc_value(_P + "robots/html_count")
+                self._log_once("robots_html", response.url, "robots.txt is an HTML page; ignored")
+            if robots.truncated:
+                self.stats.inc_value(_P + "robots/truncated_count")
+                self._log_once(
+                    "robots_large", response.url,
+                    "robots.txt is over 500 KiB; every Sitemap line was still read",
+                )
+            declared = robots.sitemaps
+        elif response.status >= 500:
+            self._log_once(
+                "robots_status", response.url,
+                f"robots.txt answered {response.status} after retries; guessing sitemap locations",
+            )
+        self.stats.inc_value(_P + "robots/sitemaps_count", len(declared))
+        for url in declared:
+            if request := self._sitemap_request(
+                SitemapTask(url, "robots", site, declared_in_robots=True)
+            ):
+                yield request
+        if self.guess == "always" or (self.guess == "fallback" and not declared):
+            yield from self._guesses(site, exclude=set(declared))
+
+    def _robots_failed(self, failure: Failure) -> Iterator[Request]:
+        request = failure.request  # type: ignore[attr-defined]
+        reason = failure.type.__name__ if failure.type else "error"
+        self.stats.inc_value(_P + f"robots/failed_count/{reason}")
+        self._log_once("robots_failed", request.url, f"robots.txt could not be fetched ({reason})")
+        if self.guess != "off":
+            yield from self._guesses(request.cb_kwargs["site"], exclude=set())
+
+    def _guesses(self, site: str, exclude: set[str]) -> Iterator[Request]:
+        for path in self.guess_paths:
+            url = urljoin(site, path)
+            if url in exclude:
+                continue
+            self.stats.inc_value(_P + "guess/requested_count")
+            if request := self._sitemap_request(SitemapTask(url, "guessed", site, probe=True)):
+                yield request
+
+    # -- sitemap requests ----------------------------------------------------------------
+
+    def _policy(self, site: str) -> ScopePolicy:
+        policy = self._policies.get(site)
+        if policy is None:
+            policy = self._policies[site] = ScopePolicy(self.scope, site)
+        return policy
+
+    def _sitemap_request(self, task: SitemapTask, priority: int = 0) -> Request | None:
+        key = canonicalize_url(task.url)
+        if key in self._visited:
+            if key in task.chain:
+                self.stats.inc_value(_P + "sitemaps/loop_count")
+                self._log_once("loop", task.url, "sitemap index loop cut (the file lists an ancestor)")
+            else:
+                self.stats.inc_value(_P + "sitemaps/duplicate_count")
+            return None
+        if private_address(task.url, self.origin or task.site):
+            self.stats.inc_value(_P + "sitemaps/private_address_count")
+            self._log_once("private", task.url, "sitemap on a private or loopback address; not requested")
+            return None
+        if not task.probe and self.max_sitemaps and self._sitemaps_scheduled >= self.max_sitemaps:
+            self.stats.inc_value(_P + "limits/max_sitemaps_count")
+            self._log_once("max_sitemaps", "", f"max_sitemaps={self.max_sitemaps} reached; later sitemaps skipped")
+            return None
+        self._visited.add(key)
+        if not task.probe:
+            self._sitemaps_scheduled += 1
+        self.stats.inc_value(_P + "sitemaps/requested_count")
+        return Request(
+            task.url,
+            callback=self._parse_sitemap,
+            errback=self._sitemap_failed,
+            cb_kwargs={"task": task},
+            meta={
+                "handle_httpstatus_list": _ERROR_STATUSES,
+                "dont_obey_robotstxt": True,
+                "allow_offsite": True,
+                "download_maxsize": self._sitemap_maxsize,
+                "download_warnsize": 0,
+            },
+            dont_filter=True,
+            priority=priority,
+        )
+
+    def _sitemap_failed(self, failure: Failure) -> None:
+        request = failure.request  # type: ignore[attr-defined]
+        task: SitemapTask = request.cb_kwargs["task"]
+        reason = failure.type.__name__ if failure.type else "error"
+        self.stats.inc_value(_P + "sitemaps/done_count")
+        if task.probe:
+            self.stats.inc_value(_P + "guess/miss_count")
+            return
+        self._failed(task, reason, f"could not be fetched: {failure.getErrorMessage()}")
+
+    def _failed(self, task: SitemapTask, reason: str, message: str) -> None:
+        self.stats.inc_value(_P + "sitemaps/failed_count")
+        self.stats.inc_value(_P + f"sitemaps/failed_count/{reason}")
+        self._log_once(reason, task.url, message)
+
+    def _log_once(self, code: str, url: str, message: str) -> None:
+        if (code, url) in self._logged:
+            return
+        self._logged.add((code, url))
+        logger.warning("%(url)s: %(message)s", {"url": url or self.origin, "message": message})
+
+    # -- sitemap responses ---------------------------------------------------------------
+
+    def _parse_sitemap(self, response: Response, task: SitemapTask) -> Iterator[Any]:
+        self.stats.inc_value(_P + "sitemaps/done_count")
+        if response.url != task.url:
+            key = canonicalize_url(response.url)
+            if key in task.chain or key in self._visited and key != canonicalize_url(task.url):
+                self.stats.inc_value(_P + "sitemaps/loop_count")
+                self._log_once("loop", task.url, f"redirects to {response.url}, already read; loop cut")
+                return
+            self._visited.add(key)
+        if response.status >= 400:
+            if task.probe:
+                self.stats.inc_value(_P + "guess/miss_count")
+                return
+            self._failed(task, f"http_{response.status}", f"answered HTTP {response.status}")
+            return
+        reader = SitemapReader(response.body, response.url, limits=self.limits)
+        kind = reader.sniff()
+        if kind not in ("urlset", "sitemapindex", "text", "rss", "atom", "xml"):
+            if task.probe:
+                self.stats.inc_value(_P + "guess/miss_count")
+                return
+            self.stats.inc_value(_P + f"faults/{reader.faults[0].code}_count")
+            self._failed(task, kind, reader.faults[0].message)
+            return
+        if task.probe:
+            self.stats.inc_value(_P + "guess/found_count")
+        self.stats.inc_value(_P + "sitemaps/parsed_count")
+        self.stats.inc_value(_P + f"sitemaps/parsed_count/{kind}")
+        if reader.decoder.layers:
+            self.stats.inc_value(_P + "sitemaps/gzip_count")
+        yield from self._entries(reader, task)
+
+    def _entries(self, reader: SitemapReader, task: SitemapTask) -> Iterator[Any]:
+        children: list[SitemapRef] = []
+        url_callbacks = self._cbs
+        entries: Iterable[UrlEntry | SitemapRef] = reader
+        if self._filter_overridden:
+            entries = self._filtered(reader)
+        sitemap_url = reader.url
+        policy = self._policy(task.site)
+        declared = task.declared_in_robots
+        segment = task.segment
+        parent_lastmod = task.parent_lastmod
+        depth = task.depth
+        found_via = task.found_via
+        seen = self._seen_urls
+        dedupe = self.deduplicate
+        max_urls = self.max_urls
+        emitted = duplicates = 0
+        dropped: dict[str, int] = {}
+        protocol_limit = self.limits.max_urls
+        try:
+            for entry in entries:
+                if type(entry) is SitemapRef:
+                    children.append(entry)
+                    continue
+                assert type(entry) is UrlEntry
+                loc = entry.loc
+                why = policy.reason(loc, sitemap_url, declared)
+                if why is not None:
+                    dropped[why] = dropped.get(why, 0) + 1
+                    continue
+                if dedupe:
+                    key = hash(loc)
+                    if key in seen:
+                        duplicates += 1
+                        continue
+                    seen.add(key)
+                lastmod = entry.lastmod
+                flags = []
+                if entry.relative:
+                    flags.append("relative_loc")
+                if reader.urls > protocol_limit:
+                    flags.append("beyond_protocol_limit")
+                yield SitemapUrlItem(
+                    loc,
+                    lastmod.iso if lastmod else None,
+                    lastmod.raw if lastmod else None,
+                    lastmod.precision if lastmod else None,
+                    list(lastmod.flags) if lastmod else [],
+                    entry.changefreq,
+                    entry.priority,
+                    sitemap_url,
+                    parent_lastmod,
+                    segment if segment is not None else _first_segment(loc),
+                    depth,
+                    found_via,
+                    entry.news,
+                    entry.images,
+                    entry.videos,
+                    entry.alternates,
+                    entry.mobile,
+                    flags,
+                )
+                emitted += 1
+                if url_callbacks:
+                    yield from self._page_requests(entry)
+                if max_urls and self._urls_emitted + emitted >= max_urls:
+                    self._closing = True
+                    break
+        finally:
+            self._urls_emitted += emitted
+            self._record(reader, emitted, duplicates, dropped)
+        if self._closing:
+            self.stats.set_value(_P + "limits/max_urls_count", 1)
+            self._log_once("max_urls", "", f"max_urls={max_urls} reached; closing")
+            raise CloseSpider("max_urls")
+        if children:
+            yield from self._child_requests(children, task, sitemap_url)
+
+    def _record(
+        self, reader: SitemapReader, emitted: int, duplicates: int, dropped: dict[str, int]
+    ) -> None:
+        stats = self.stats
+        stats.inc_value(_P + "urls/found_count", emitted)
+        if duplicates:
+            stats.inc_value(_P + "urls/duplicate_count", duplicates)
+        for why, count in dropped.items():
+            stats.inc_value(_P + f"scope/dropped_count/{why}", count)
+        for name, count in reader.counts.items():
+            stats.inc_value(_P + f"entries/{name}_count", count)
+        if reader.sitemaps:
+            stats.inc_value(_P + "children/listed_count", reader.sitemaps)
+        for fault in reader.faults:
+            stats.inc_value(_P + f"faults/{fault.code}_count")
+            self._log_once(fault.code, reader.url, fault.message)
+
+    def _page_requests(self, entry: UrlEntry) -> Iterator[Request]:
+        locs = [entry.loc]
+        if self.sitemap_alternate_links:
+            locs += [a["href"] for a in entry.alternates]
+        for loc in locs:
+            for regex, callback in self._cbs:
+                if regex.search(loc):
+                    yield Request(loc, callback=callback)
+                    break
+
+    def _child_requests(
+        self, children: list[SitemapRef], task: SitemapTask, sitemap_url: str
+    ) -> Iterator[Request]:
+        if task.depth + 1 > self.max_depth > 0:
+            self.stats.inc_value(_P + "limits/max_depth_count", len(children))
+            self._log_once("max_depth", sitemap_url, f"index deeper than max_depth={self.max_depth}; children skipped")
+            return
+        # Newest first by the index's <lastmod>; undated children last, in document order.
+        dated = [c for c in children if c.lastmod is not None and c.lastmod.value is not None]
+        undated = [c for c in children if c.lastmod is None or c.lastmod.value is None]
+        dated.sort(key=lambda c: c.lastmod.value, reverse=True)  # type: ignore[union-attr,return-value]
+        chain = (*task.chain, canonicalize_url(sitemap_url))
+        for rank, child in enumerate(dated + undated):
+            if not any(regex.search(child.loc) for regex in self._follow):
+                self.stats.inc_value(_P + "sitemaps/not_followed_count")
+                continue
+            child_task = replace(
+                task,
+                url=child.loc,
+                depth=task.depth + 1,
+                parent_lastmod=child.lastmod.iso if child.lastmod else None,
+                segment=_file_segment(child.loc, task.site),
+                chain=chain,
+                probe=False,
+            )
+            if request := self._sitemap_request(child_task, priority=-rank - task.depth * 1000):
+                yield request
+
+    # -- sitemap_filter compatibility ----------------------------------------------------
+
+    def _filtered(self, reader: SitemapReader) -> Iterator[UrlEntry | SitemapRef]:
+        """Pass entries through a user's ``sitemap_filter`` as the dicts the stock spider uses,
+        extended with the parsed fields; entries come back by their ``_entry`` key."""
+
+        def as_dicts() -> Iterator[dict[str, Any]]:
+            for entry in reader:
+                lastmod = entry.lastmod
+                d: dict[str, Any] = {
+                    "loc": entry.loc,
+                    "lastmod": lastmod.raw if lastmod else None,
+                    "lastmod_parsed": lastmod.value if lastmod else None,
+                    "lastmod_precision": lastmod.precision if lastmod else None,
+                    "lastmod_flags": list(lastmod.flags) if lastmod else [],
+                    "_entry": entry,
+                }
+                if type(entry) is UrlEntry:
+                    if entry.changefreq is not None:
+                        d["changefreq"] = entry.changefreq
+                    if entry.priority is not None:
+                        d["priority"] = entry.priority
+                    if entry.alternates:
+                        d["alternate"] = [a["href"] for a in entry.alternates]
+                    d.update(
+                        news=entry.news,
+                        images=entry.images,
+                        videos=entry.videos,
+                        alternates=entry.alternates,
+                        mobile=entry.mobile,
+                    )
+                yield d
+
+        for d in self.sitemap_filter(as_dicts()):
+            entry = d.get("_entry")
+            if entry is None or entry.loc != d.get("loc"):
+                entry = UrlEntry(str(d["loc"]))
+            yield entry
