@@ -323,7 +323,8 @@ def ensure_site(out: str, seed: int, base: str, n_urls: int, jobs: int = 2, log=
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--out", required=True, help="output directory (of the files)")
+    p.add_argument("--site-out", default=None, help="docroot of the site (default: OUT/site)")
     p.add_argument("--base", required=True, help="base URL substituted for {base}, e.g. http://127.0.0.1:8000")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--site-urls", type=int, default=1_000_000)
@@ -334,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     if not a.no_files:
         ensure_files(a.out, a.seed, base)
     if not a.no_site:
-        ensure_site(os.path.join(a.out, "site"), a.seed, base, a.site_urls)
+        ensure_site(a.site_out or os.path.join(a.out, "site"), a.seed, base, a.site_urls)
     return 0
 
 

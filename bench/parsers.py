@@ -12,13 +12,14 @@ Prints one JSON object on stdout.  What is measured, in order:
 3. ``rss_before`` = RSS now; rusage and ``perf_counter`` snapshots;
 4. the parse: gunzip (if ``.gz``) + full iteration, counting URL entries;
 5. ``wall_s``, ``cpu_s`` (user+sys delta from ``resource.getrusage``),
-   ``rss_after``, ``peak_rss`` (lifetime ``ru_maxrss``: imports + body +
+   ``rss_after``, ``peak_rss`` (lifetime peak, ``VmHWM``: imports + body +
    parse), ``rss_growth`` = ``rss_after - rss_before`` (memory retained) and
    ``peak_growth`` = parse peak - ``rss_before`` (transient memory used by
    the parse: the high-water mark is reset through ``/proc/self/clear_refs``
-   just before the parse, so ru_maxrss afterwards is the parse's own peak;
-   where that reset is refused, ``peak_reset`` is false and the figure is a
-   lower bound).
+   just before the parse, so VmHWM afterwards is the parse's own peak; where
+   that reset is refused, ``peak_reset`` is false and the figure is a lower
+   bound).  ``ru_maxrss`` is not used: on Linux it also keeps the parent's
+   RSS at spawn time across ``exec``.
 
 Parsers (``--list`` prints them):
 
@@ -73,6 +74,16 @@ class Unavailable(Exception):
 def rss_now() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * PAGE
+
+
+def hwm() -> int:
+    """VmHWM: this process's own peak RSS.  Not ru_maxrss: on Linux that also
+    carries the peak of the parent's memory at spawn time across exec()."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def reset_peak() -> bool:
@@ -320,7 +331,7 @@ def measure(parser: str, path: str, url: str) -> dict:
     err = None
     for i, b in enumerate(attempts):
         gc.collect()
-        peak_pre = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        peak_pre = hwm()
         hwm_reset = reset_peak()
         rss_before = rss_now()
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -339,7 +350,7 @@ def measure(parser: str, path: str, url: str) -> dict:
     if n is None:
         return {**res, "status": "error", "reason": err}
     rss_after = rss_now()
-    parse_peak = ru1.ru_maxrss * 1024  # since the reset, if it worked
+    parse_peak = hwm()  # since the reset, if it worked
     res.update(
         status="ok",
         mode=mode,

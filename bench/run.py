@@ -29,9 +29,6 @@ from importlib import metadata
 BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(BENCH)
 OUT = os.path.join(BENCH, "out")
-sys.path.insert(0, BENCH)
-
-import corpus  # noqa: E402
 
 try:
     import psutil  # type: ignore
@@ -165,6 +162,19 @@ class StaticServer:
                 self.proc.wait()
 
 
+def generate(args: list[str], manifest_path: str) -> dict:
+    """Run bench/corpus.py in a subprocess (keeps this runner's RSS small) and
+    return the manifest it wrote."""
+    cp = subprocess.run([PY, os.path.join(BENCH, "corpus.py"), *args], capture_output=True,
+                        text=True, timeout=600, env=child_env())
+    for line in (cp.stdout + cp.stderr).splitlines():
+        log(line)
+    if cp.returncode != 0:
+        raise RuntimeError(f"corpus generation failed: {cp.stderr[-2000:]}")
+    with open(manifest_path) as f:
+        return json.load(f)
+
+
 # --------------------------------------------------------------------------- process monitor
 
 
@@ -220,9 +230,12 @@ def run_monitored(cmd: list[str], cwd: str, timeout: float, stdout_path: str) ->
         "cpu_s": ru.ru_utime + ru.ru_stime,
         "user_s": ru.ru_utime,
         "sys_s": ru.ru_stime,
+        # ru_maxrss of a child also carries the RSS this runner had when it
+        # spawned it (Linux keeps the pre-exec peak): only a fallback.
         "ru_maxrss": ru.ru_maxrss * 1024,
         "peak_tree_rss": peak_tree or None,
-        "peak_rss": max(peak_tree, ru.ru_maxrss * 1024),
+        "peak_rss": peak_tree or ru.ru_maxrss * 1024,
+        "peak_rss_source": "psutil tree, 50 ms" if peak_tree else "ru_maxrss (upper bound)",
         "rss_samples": samples,
     }
 
@@ -249,7 +262,7 @@ def table(header: list[str], rows: list[list]) -> None:
     say("| " + " | ".join(header) + " |")
     say("|" + "|".join("---" for _ in header) + "|")
     for r in rows:
-        say("| " + " | ".join(str(c) for c in r) + " |")
+        say("| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in r) + " |")
     say()
 
 
@@ -377,8 +390,11 @@ def failure_reason(log_path: str) -> str:
             lines = [ln.rstrip() for ln in f if ln.strip()]
     except OSError:
         return "no log"
-    for ln in reversed(lines):
-        if re.search(r"(Error|Exception|Spider not found|KeyError|Traceback|No module)", ln):
+    for ln in lines:  # first logged error
+        if re.search(r"\] (ERROR|CRITICAL): ", ln):
+            return ln.split("] ", 1)[1].strip()[:200]
+    for ln in reversed(lines):  # last line of a traceback
+        if re.match(r"^[\w.]+(Error|Exception|Exit)\b", ln):
             return ln.strip()[:200]
     return (lines[-1][:200] if lines else "no output")
 
@@ -450,8 +466,11 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
     res["urls"] = urls
     if m["timed_out"]:
         res["status"] = f"failed (timeout {timeout:.0f} s)"
-    elif m["returncode"] != 0 or not urls:
-        res["status"] = f"failed ({failure_reason(log_path)})"
+    elif m["returncode"] != 0 or not urls or res.get("finish_reason") not in (None, "finished"):
+        why = failure_reason(log_path)
+        if res.get("finish_reason") not in (None, "finished"):
+            why = f"finish_reason={res['finish_reason']}: {why}"
+        res["status"] = f"failed ({why})"
     else:
         res["status"] = "ok"
     log(f"e2e: {tag}: {res['status']}, urls={urls}, wall={m['wall_s']:.1f}s cpu={m['cpu_s']:.1f}s "
@@ -599,7 +618,8 @@ def main(argv: list[str] | None = None) -> int:
             # server first (its port is in the generated URLs), then generate
             srv = StaticServer(os.path.join(corpus_root, "files"), a.port)
             servers["files"] = srv
-            mf = corpus.ensure_files(srv.root, a.seed, srv.base, log=log)
+            mf = generate(["--out", srv.root, "--base", srv.base, "--seed", str(a.seed), "--no-site"],
+                          os.path.join(srv.root, "manifest.json"))
         sizes = []
         if do_e2e:
             sizes = [e2e_urls]
@@ -609,7 +629,8 @@ def main(argv: list[str] | None = None) -> int:
             root = os.path.join(corpus_root, f"site-{n}")
             s = StaticServer(root, a.port + SITE_PORT_OFFSET.get(n, 4))
             servers[n] = s
-            manifests[n] = corpus.ensure_site(root, a.seed, s.base, n, log=log)
+            manifests[n] = generate(["--out", root, "--site-out", root, "--base", s.base, "--seed", str(a.seed),
+                                     "--site-urls", str(n), "--no-files"], os.path.join(root, "manifest.json"))
         results["corpus_s"] = round(time.perf_counter() - t0, 2)
 
         rows = [["nproc (affinity)", f"{info['nproc']} ({info['affinity']})"],

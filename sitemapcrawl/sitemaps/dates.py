@@ -181,15 +181,10 @@ def format_utc(value: dt.datetime) -> str:
 
 
 def _format_seconds(v: dt.datetime) -> str:
-    return (
-        f"{v.year:04d}-{v.month:02d}-{v.day:02d}"
-        f"T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
-    )
+    return f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
 
 
-def parse_lastmod(
-    text: str | None, *, now: dt.datetime | None = None
-) -> LastMod | None:
+def parse_lastmod(text: str | None, *, now: dt.datetime | None = None) -> LastMod | None:
     """Parse a sitemap ``<lastmod>`` value (W3C datetime and common deviations).
 
     Returns ``None`` for ``None`` or blank input and never raises for any
@@ -229,22 +224,19 @@ def parse_lastmod(
             clock.limit = dt.datetime.now(_UTC) + _ONE_DAY
         limit = clock.limit
     else:
-        if now.tzinfo is None or now.utcoffset() is None:
+        tzinfo = now.tzinfo
+        if tzinfo is None or (tzinfo is not _UTC and now.utcoffset() is None):
             now = now.replace(tzinfo=_UTC)
         try:
             limit = now + _ONE_DAY
         except OverflowError:
             return result
     if value > limit:
-        return LastMod(
-            raw, value, result.precision, tuple(sorted((*result.flags, "future")))
-        )
+        return LastMod(raw, value, result.precision, tuple(sorted((*result.flags, "future"))))
     return result
 
 
-def parse_feed_date(
-    text: str | None, *, now: dt.datetime | None = None
-) -> LastMod | None:
+def parse_feed_date(text: str | None, *, now: dt.datetime | None = None) -> LastMod | None:
     """Parse an RSS ``pubDate`` / HTTP date (RFC 2822, 5322, 1123, 850, asctime).
 
     Named zones (``GMT``, ``UT``, ``Z``, ``EST``, ``PDT``, ``CET``...),
@@ -298,6 +290,14 @@ _FAST_RE = re.compile(
     r"(?:Z|[+-][0-9]{2}:[0-9]{2})?)?"
 )
 _fromisoformat = dt.datetime.fromisoformat
+# Every valid "+hh:mm" / "-hh:mm" offset of the fast path (|offset| <= 14h).
+_OFFSETS: dict[str, dt.timedelta] = {
+    f"{sign}{minutes // 60:02d}:{minutes % 60:02d}": dt.timedelta(
+        minutes=minutes if sign == "+" else -minutes
+    )
+    for sign in "+-"
+    for minutes in range(14 * 60 + 1)
+}
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
@@ -308,29 +308,28 @@ def _parse_cached(raw: str) -> LastMod:
     try:
         if len(raw) == 10:
             value = _fromisoformat(raw + "T00:00:00+00:00")
+            size = 10
             precision = "day"
             flags = _DATE_ONLY_FLAGS
-        else:
-            offset: dt.timedelta | None = None
-            if raw[-1] == "Z":
-                body = raw[:-1]
-                flags = _NO_FLAGS
-            elif raw[-6] in "+-":
-                body = raw[:-6]
-                flags = _NO_FLAGS
-                offset = _tz_offset(raw[-6:])
-                if offset is None:
-                    return _parse_general(raw)
-            else:
-                body = raw
-                flags = _ASSUMED_UTC_FLAGS
-            value = _fromisoformat(body + "+00:00")
+        elif raw[-1] == "Z":
+            value = _fromisoformat(raw)
+            size = len(raw) - 1
+            flags = _NO_FLAGS
+        elif raw[-6] in "+-":
+            size = len(raw) - 6
+            offset = _OFFSETS.get(raw[size:])
+            if offset is None:  # beyond +-14:00
+                return _parse_general(raw)
+            value = _fromisoformat(raw[:size] + "+00:00")
             if offset:
                 value -= offset
-            size = len(body)
-            precision = (
-                "minute" if size == 16 else "second" if size == 19 else "fraction"
-            )
+            flags = _NO_FLAGS
+        else:
+            value = _fromisoformat(raw + "+00:00")
+            size = len(raw)
+            flags = _ASSUMED_UTC_FLAGS
+        if size != 10:
+            precision = "minute" if size == 16 else "second" if size == 19 else "fraction"
     except (ValueError, OverflowError):
         return _parse_general(raw)
     year = value.year

@@ -249,9 +249,9 @@ class SitemapCrawlSpider(SitemapSpider):
                 f"robots.txt answered {response.status} after retries; guessing sitemap locations",
             )
         self.stats.inc_value(_P + "robots/sitemaps_count", len(declared))
-        for url in declared:
+        for rank, url in enumerate(declared):  # in the order the site declared them
             if request := self._sitemap_request(
-                SitemapTask(url, "robots", site, declared_in_robots=True)
+                SitemapTask(url, "robots", site, declared_in_robots=True), priority=-rank
             ):
                 yield request
         if self.guess == "always" or (self.guess == "fallback" and not declared):
@@ -266,12 +266,13 @@ class SitemapCrawlSpider(SitemapSpider):
             yield from self._guesses(request.cb_kwargs["site"], exclude=set())
 
     def _guesses(self, site: str, exclude: set[str]) -> Iterator[Request]:
-        for path in self.guess_paths:
+        for rank, path in enumerate(self.guess_paths):  # most likely locations first
             url = urljoin(site, path)
             if url in exclude:
                 continue
             self.stats.inc_value(_P + "guess/requested_count")
-            if request := self._sitemap_request(SitemapTask(url, "guessed", site, probe=True)):
+            task = SitemapTask(url, "guessed", site, probe=True)
+            if request := self._sitemap_request(task, priority=-rank):
                 yield request
 
     # -- sitemap requests ----------------------------------------------------------------
@@ -344,6 +345,8 @@ class SitemapCrawlSpider(SitemapSpider):
 
     def _parse_sitemap(self, response: Response, task: SitemapTask) -> Iterator[Any]:
         self.stats.inc_value(_P + "sitemaps/done_count")
+        if self._closing:  # max_urls reached while this file was in flight
+            return
         if response.url != task.url:
             key = canonicalize_url(response.url)
             if key in task.chain or key in self._visited and key != canonicalize_url(task.url):
@@ -399,6 +402,9 @@ class SitemapCrawlSpider(SitemapSpider):
                     children.append(entry)
                     continue
                 assert type(entry) is UrlEntry
+                if max_urls and self._urls_emitted + emitted >= max_urls:
+                    self._closing = True
+                    break
                 loc = entry.loc
                 why = policy.reason(loc, sitemap_url, declared)
                 if why is not None:

@@ -1,0 +1,348 @@
+"""The sitemap spider against real loopback sites: exact items, exact stats, exact requests."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from sitemapcrawl.spiders.sitemap import SitemapCrawlSpider
+from tests.utils.crawl import crawl, our_stats
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from tests.mockserver import MockServer
+
+SERIAL = {"CONCURRENT_REQUESTS": 1}  # one request at a time: a deterministic order
+
+
+def item(url: str, **fields: Any) -> dict[str, Any]:
+    """An expected item: the item's defaults, then ``fields``."""
+    return {
+        "url": url,
+        "lastmod": None,
+        "lastmod_raw": None,
+        "lastmod_precision": None,
+        "lastmod_flags": [],
+        "changefreq": None,
+        "priority": None,
+        "sitemap": "",
+        "sitemap_lastmod": None,
+        "segment": "",
+        "depth": 0,
+        "found_via": "robots",
+        "news": [],
+        "images": [],
+        "videos": [],
+        "alternates": [],
+        "mobile": False,
+        "flags": [],
+    } | fields
+
+
+def by_url(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(items, key=lambda i: i["url"])
+
+
+@deferred_f_from_coro_f
+async def test_basic_site(site: Callable[[str], MockServer]) -> None:
+    server = site("basic")
+    b = server.base
+    items, crawler = await crawl(settings=SERIAL, origin=b)
+
+    posts = f"{b}/_/gzip/sitemaps/posts.xml"
+    archive = f"{b}/sitemaps/archive.xml"
+    posts_fields = {
+        "sitemap": posts,
+        "sitemap_lastmod": "2024-06-01T08:00:00Z",
+        "segment": "/_/gzip/sitemaps/posts.xml",
+        "depth": 1,
+    }
+    archive_fields = {
+        "sitemap": archive,
+        "sitemap_lastmod": "2019-01-01T00:00:00Z",
+        "segment": "/sitemaps/archive.xml",
+        "depth": 1,
+    }
+    assert by_url(items) == by_url(
+        [
+            item(f"{b}/", sitemap=f"{b}/pages.txt", segment="/"),
+            item(f"{b}/about", sitemap=f"{b}/pages.txt", segment="/"),
+            item(
+                f"{b}/extra/from-cdn",
+                sitemap=f"{server.alt_base}/cdn/extra.xml",
+                segment=f"{server.alt_base}/cdn/extra.xml",
+                depth=1,
+            ),
+            item(
+                f"{b}/news/merger",
+                sitemap=f"{b}/sitemaps/news.xml",
+                sitemap_lastmod="2024-06-02T00:00:00Z",
+                segment="/sitemaps/news.xml",
+                depth=1,
+                news=[
+                    {
+                        "publication_name": "The Basic Times",
+                        "publication_language": "en",
+                        "publication_date_raw": "2024-06-02T08:30:00Z",
+                        "publication_date_utc": "2024-06-02T08:30:00Z",
+                        "title": "Companies A, B in merger talks",
+                        "keywords": ["business", "merger"],
+                        "genres": [],
+                        "stock_tickers": [],
+                        "access": None,
+                    }
+                ],
+            ),
+            item(
+                f"{b}/blog/first-post",
+                lastmod="2024-05-30T10:00:00Z",
+                lastmod_raw="2024-05-30T12:00:00+02:00",
+                lastmod_precision="second",
+                changefreq="weekly",
+                priority=0.8,
+                **posts_fields,
+            ),
+            item(
+                f"{b}/blog/second-post?a=1&b=2",
+                lastmod="2024-05-31T00:00:00Z",
+                lastmod_raw="2024-05-31",
+                lastmod_precision="day",
+                lastmod_flags=["date_only"],
+                **posts_fields,
+            ),
+            item(
+                f"{b}/blog/third-post",
+                lastmod_raw="2024-13-01",
+                lastmod_flags=["invalid"],
+                **posts_fields,
+            ),
+            item(
+                f"{b}/archive/2018/gallery",
+                lastmod="2018-12-31T23:59:59Z",
+                lastmod_raw="2018-12-31T23:59:59Z",
+                lastmod_precision="second",
+                images=[
+                    {"loc": f"{b}/img/1.jpg", "caption": None, "title": None,
+                     "geo_location": None, "license": None},
+                    {"loc": f"{b}/img/2.jpg", "caption": "Two", "title": None,
+                     "geo_location": None, "license": None},
+                ],
+                alternates=[
+                    {"rel": "alternate", "hreflang": "de", "href": f"{b}/de/archive/2018/gallery"}
+                ],
+                **archive_fields,
+            ),
+            item(f"{b}/archive/relative", flags=["relative_loc"], **archive_fields),
+        ]
+    )
+    assert our_stats(crawler) == {
+        "sitemapcrawl/robots/requested_count": 1,
+        "sitemapcrawl/robots/status_count/200": 1,
+        "sitemapcrawl/robots/sitemaps_count": 2,
+        "sitemapcrawl/sitemaps/requested_count": 7,
+        "sitemapcrawl/sitemaps/done_count": 7,
+        "sitemapcrawl/sitemaps/parsed_count": 6,
+        "sitemapcrawl/sitemaps/parsed_count/sitemapindex": 1,
+        "sitemapcrawl/sitemaps/parsed_count/text": 1,
+        "sitemapcrawl/sitemaps/parsed_count/urlset": 4,
+        "sitemapcrawl/sitemaps/gzip_count": 1,
+        "sitemapcrawl/sitemaps/loop_count": 1,
+        "sitemapcrawl/sitemaps/failed_count": 1,
+        "sitemapcrawl/sitemaps/failed_count/http_404": 1,
+        "sitemapcrawl/children/listed_count": 6,
+        "sitemapcrawl/entries/lastmod_invalid_count": 1,
+        "sitemapcrawl/entries/loc_bad_scheme_count": 1,
+        "sitemapcrawl/entries/loc_relative_count": 1,
+        "sitemapcrawl/scope/dropped_count/other_host": 1,
+        "sitemapcrawl/urls/duplicate_count": 1,
+        "sitemapcrawl/urls/found_count": 9,
+    }
+    stats = crawler.stats.get_stats()  # type: ignore[union-attr]
+    assert stats["finish_reason"] == "finished"
+    assert "log_count/ERROR" not in stats
+    assert stats["log_count/WARNING"] == 2  # the loop and the 404, each once
+    # Only robots.txt and sitemap files were requested, never a page; children of the index
+    # on the site's own host were read newest <lastmod> first, undated ones last.
+    requests = server.requests()
+    assert sorted(requests) == sorted(
+        [
+            "/robots.txt",
+            "/pages.txt",
+            "/sitemap_index.xml",
+            "/sitemaps/news.xml",
+            "/_/gzip/sitemaps/posts.xml",
+            "/sitemaps/archive.xml",
+            "/sitemaps/gone.xml",
+            "/cdn/extra.xml",
+        ]
+    )
+    same_host_children = [
+        r for r in requests if r.startswith(("/sitemaps/", "/_/gzip/"))
+    ]
+    assert same_host_children == [
+        "/sitemaps/news.xml",
+        "/_/gzip/sitemaps/posts.xml",
+        "/sitemaps/archive.xml",
+        "/sitemaps/gone.xml",
+    ]
+
+
+@deferred_f_from_coro_f
+async def test_fallback_guessing_when_robots_is_missing(site: Callable[[str], MockServer]) -> None:
+    server = site("guess")
+    b = server.base
+    items, crawler = await crawl(settings=SERIAL, origin=b)
+    assert by_url(items) == by_url(
+        [
+            item(
+                f"{b}/shop/item-1",
+                lastmod="2024-01-02T03:04:05Z",
+                lastmod_raw="2024-01-02T03:04:05Z",
+                lastmod_precision="second",
+                sitemap=f"{b}/sitemap.xml",
+                segment="/shop/",
+                found_via="guessed",
+            ),
+            item(f"{b}/shop/item-2", sitemap=f"{b}/sitemap.xml", segment="/shop/", found_via="guessed"),
+            item(f"{b}/contact", sitemap=f"{b}/sitemap.txt", segment="/", found_via="guessed"),
+        ]
+    )
+    assert our_stats(crawler) == {
+        "sitemapcrawl/robots/requested_count": 1,
+        "sitemapcrawl/robots/status_count/404": 1,
+        "sitemapcrawl/robots/sitemaps_count": 0,
+        "sitemapcrawl/guess/requested_count": 9,
+        "sitemapcrawl/guess/found_count": 2,
+        "sitemapcrawl/guess/miss_count": 7,
+        "sitemapcrawl/sitemaps/requested_count": 9,
+        "sitemapcrawl/sitemaps/done_count": 9,
+        "sitemapcrawl/sitemaps/parsed_count": 2,
+        "sitemapcrawl/sitemaps/parsed_count/urlset": 1,
+        "sitemapcrawl/sitemaps/parsed_count/text": 1,
+        "sitemapcrawl/urls/duplicate_count": 1,
+        "sitemapcrawl/urls/found_count": 3,
+    }
+    stats = crawler.stats.get_stats()  # type: ignore[union-attr]
+    assert "log_count/WARNING" not in stats  # each miss is quiet
+    assert sorted(server.requests()) == sorted(
+        [
+            "/robots.txt",
+            "/sitemap.xml",
+            "/sitemap_index.xml",
+            "/sitemap-index.xml",
+            "/wp-sitemap.xml",
+            "/sitemap.xml.gz",
+            "/sitemap.txt",
+            "/sitemaps.xml",
+            "/sitemap_news.xml",
+            "/post-sitemap.xml",
+        ]
+    )
+
+
+@deferred_f_from_coro_f
+async def test_html_robots_loops_and_depth(site: Callable[[str], MockServer]) -> None:
+    """robots.txt that is an HTML page is ignored (guessing takes over); an index that lists
+    itself, redirects back to itself, or lists a child twice (with a fragment) is cut."""
+    server = site("htmlrobots")
+    b = server.base
+    items, crawler = await crawl(settings=SERIAL, origin=b)
+    assert items == [
+        item(
+            f"{b}/deep/page",
+            sitemap=f"{b}/leaf.xml",
+            segment="/leaf.xml",
+            depth=2,
+            found_via="guessed",
+        )
+    ]
+    stats = our_stats(crawler)
+    assert stats["sitemapcrawl/robots/html_count"] == 1
+    assert stats["sitemapcrawl/sitemaps/loop_count"] == 3
+    assert stats["sitemapcrawl/sitemaps/parsed_count/sitemapindex"] == 2
+    assert "/not-a-real-declaration.xml" not in server.requests()
+
+    server.reset_requests()
+    items, crawler = await crawl(settings=SERIAL, origin=b, max_depth="1")
+    assert items == []
+    stats = our_stats(crawler)
+    assert stats["sitemapcrawl/limits/max_depth_count"] == 2
+    assert "/leaf.xml" not in server.requests()
+
+
+@deferred_f_from_coro_f
+async def test_max_urls_closes_the_spider(site: Callable[[str], MockServer]) -> None:
+    server = site("basic")
+    items, crawler = await crawl(settings=SERIAL, origin=server.base, max_urls="3")
+    assert len(items) == 3
+    stats = crawler.stats.get_stats()  # type: ignore[union-attr]
+    assert stats["finish_reason"] == "max_urls"
+    assert stats["sitemapcrawl/limits/max_urls_count"] == 1
+    assert stats["sitemapcrawl/urls/found_count"] == 3
+
+
+@deferred_f_from_coro_f
+async def test_max_sitemaps_keeps_the_newest(site: Callable[[str], MockServer]) -> None:
+    server = site("basic")
+    b = server.base
+    items, crawler = await crawl(settings=SERIAL, origin=b, max_sitemaps="4", guess="off")
+    # 2 declared in robots.txt, then the 2 newest children of the index.
+    assert sorted(i["sitemap"] for i in items) == sorted(
+        [f"{b}/pages.txt"] * 2 + [f"{b}/sitemaps/news.xml"] + [f"{b}/_/gzip/sitemaps/posts.xml"] * 3
+    )
+    assert our_stats(crawler)["sitemapcrawl/limits/max_sitemaps_count"] == 3
+
+
+@deferred_f_from_coro_f
+async def test_bad_argument_stops_before_any_request(site: Callable[[str], MockServer]) -> None:
+    server = site("basic")
+    for arguments, message in [
+        ({"origin": server.base, "max_sitemaps": "abc"}, "max_sitemaps='abc' is not a whole number"),
+        ({"origin": "not a url"}, "origin='not a url' is not an http(s) URL"),
+        ({}, "argument origin is missing"),
+        ({"origin": server.base, "scope": "galaxy"}, "scope='galaxy' is not one of"),
+    ]:
+        items, crawler = await crawl(**arguments)
+        stats = crawler.stats.get_stats()  # type: ignore[union-attr]
+        assert items == []
+        assert stats["finish_reason"] == "bad_argument"
+        assert stats["log_count/ERROR"] == 1
+        assert "downloader/request_count" not in stats
+        assert crawler.spider.argument_error is not None  # type: ignore[union-attr]
+        assert message in crawler.spider.argument_error  # type: ignore[union-attr]
+    assert server.requests() == []
+
+
+class BlogSpider(SitemapCrawlSpider):
+    """A user's subclass, written for the stock SitemapSpider."""
+
+    name = "blog"
+    sitemap_rules = [("/blog/", "parse_blog")]
+    sitemap_follow = ["/sitemaps/", "/_/gzip/"]
+
+    def sitemap_filter(self, entries: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+        for entry in entries:
+            parsed = entry["lastmod_parsed"]
+            if "/blog/" in entry["loc"] and (parsed is None or parsed.year < 2024):
+                continue
+            yield entry
+
+    def parse_blog(self, response: Any) -> Iterable[dict[str, Any]]:
+        yield {"page": response.url, "status": response.status}
+
+
+@deferred_f_from_coro_f
+async def test_user_subclass_rules_follow_and_filter(site: Callable[[str], MockServer]) -> None:
+    server = site("basic")
+    b = server.base
+    items, crawler = await crawl(BlogSpider, settings={**SERIAL, "ROBOTSTXT_OBEY": False}, origin=b)
+    pages = sorted(i["page"] for i in items if "page" in i)
+    # Only /blog/ URLs that passed the filter (the 2019 duplicate and the invalid one did not).
+    assert pages == [f"{b}/blog/first-post", f"{b}/blog/second-post?a=1&b=2"]
+    assert [i["status"] for i in items if "page" in i] == [200, 200]
+    urls = sorted(i["url"] for i in items if "url" in i)
+    assert f"{b}/blog/third-post" not in urls
+    assert f"{b}/extra/from-cdn" not in urls  # cdn/extra.xml is not followed
+    assert our_stats(crawler)["sitemapcrawl/sitemaps/not_followed_count"] == 2  # itself, the CDN

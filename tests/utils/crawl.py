@@ -1,0 +1,66 @@
+"""Run the spider in-process against a loopback server and collect what it yields."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+from scrapy import signals
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
+
+from sitemapcrawl.spiders.sitemap import SitemapCrawlSpider
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+TEST_SETTINGS: dict[str, Any] = {
+    "AUTOTHROTTLE_ENABLED": False,
+    "DOWNLOAD_TIMEOUT": 10,
+    "RETRY_TIMES": 1,
+    "LOG_LEVEL": "INFO",
+    "REMOTE_CONTROL_ENABLED": False,
+    "TELNETCONSOLE_ENABLED": False,
+}
+
+
+def project_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The project's own settings module, then test settings, then ``overrides``."""
+    settings = Settings()
+    settings.setmodule("sitemapcrawl.settings", priority="project")
+    values = {name: settings[name] for name in settings.attributes if name.isupper()}
+    project = {name: values[name] for name in _project_names()}
+    return {**project, **TEST_SETTINGS, **(overrides or {})}
+
+
+def _project_names() -> list[str]:
+    import sitemapcrawl.settings as module
+
+    return [name for name in dir(module) if name.isupper()]
+
+
+async def crawl(
+    spidercls: type[SitemapCrawlSpider] = SitemapCrawlSpider,
+    settings: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> tuple[list[dict[str, Any]], Crawler]:
+    """Crawl to the end; return the scraped items (as dicts) and the crawler (for stats)."""
+    crawler = get_crawler(spidercls, project_settings(settings))
+    items: list[dict[str, Any]] = []
+
+    def collect(item: Any) -> None:  # a named function: signal receivers are weak refs
+        items.append(ItemAdapter(item).asdict())
+
+    crawler.signals.connect(collect, signal=signals.item_scraped)
+    await crawler.crawl_async(**kwargs)
+    return items, crawler
+
+
+def our_stats(crawler: Crawler) -> dict[str, Any]:
+    """The ``sitemapcrawl/`` stats, without the rate (which depends on the clock)."""
+    assert crawler.stats is not None
+    return {
+        key: value
+        for key, value in crawler.stats.get_stats().items()
+        if key.startswith("sitemapcrawl/") and key != "sitemapcrawl/urls/per_minute"
+    }
