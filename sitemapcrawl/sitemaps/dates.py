@@ -406,16 +406,17 @@ def _tz_offset(tz: str) -> dt.timedelta | None:
 
 
 def _build(
-    year: int,
-    month: int,
-    day: int,
-    hour: int,
-    minute: int,
-    second: int,
-    micro: int,
+    date: tuple[int, int, int],
+    time: tuple[int, int, int, int],
     offset: dt.timedelta,
 ) -> dt.datetime | None:
-    """Validate fields and build a UTC datetime (``None`` when invalid)."""
+    """Validate fields and build a UTC datetime (``None`` when invalid).
+
+    *date* is (year, month, day), *time* (hour, minute, second, microsecond)
+    as written; *offset* is the written UTC offset.
+    """
+    year, month, day = date
+    hour, minute, second, micro = time
     if not _MIN_YEAR <= year <= _MAX_YEAR or minute > 59 or second > 60:
         return None
     if second == 60:  # leap second
@@ -456,7 +457,7 @@ def _parse_iso(raw: str) -> _Parsed | None:
         # Date only; an xs:date style timezone is validated but ignored.
         if tz is not None and _tz_offset(tz) is None:
             return None
-        value = _build(year, month, day, 0, 0, 0, 0, _ZERO)
+        value = _build((year, month, day), (0, 0, 0, 0), _ZERO)
         return None if value is None else (value, "day", False)
     offset = _ZERO if tz is None else _tz_offset(tz)
     if offset is None:
@@ -472,7 +473,7 @@ def _parse_iso(raw: str) -> _Parsed | None:
         else:
             precision = "fraction"
             micro = int(fs[:6].ljust(6, "0"))
-    value = _build(year, month, day, int(hs), int(mis), second, micro, offset)
+    value = _build((year, month, day), (int(hs), int(mis), second, micro), offset)
     if value is None:
         return None
     return value, precision, tz is None
@@ -616,12 +617,12 @@ def _parse_rfc(raw: str) -> _Parsed | None:
     year = _rfc_year(ys)
     day = int(ds)
     if hs is None:
-        value = _build(year, month, day, 0, 0, 0, 0, _ZERO)
+        value = _build((year, month, day), (0, 0, 0, 0), _ZERO)
         return None if value is None else (value, "day", False)
     offset, assumed_utc = _rfc_zone(zone)
     if offset is None:
         return None
     hour = int(hs)
     precision = "minute" if ss is None else "second"
-    value = _build(year, month, day, hour, int(mis), int(ss or 0), 0, offset)
+    value = _build((year, month, day), (hour, int(mis), int(ss or 0), 0), offset)
     return None if value is None else (value, precision, assumed_utc)

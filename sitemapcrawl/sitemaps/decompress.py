@@ -70,8 +70,9 @@ class BodyDecoder:
         stream: Iterator[bytes] = _chunks(self._body, self.chunk_size)
         while True:
             first = b""
-            for first in stream:
-                if first:
+            for chunk in stream:  # at least the two magic bytes, however small the chunks
+                first += chunk
+                if len(first) >= 2:
                     break
             if not first:
                 return

@@ -47,6 +47,7 @@ __all__ = ["SITEMAP_KINDS", "SitemapReader", "sniff"]
 SITEMAP_KINDS: Final = ("urlset", "sitemapindex", "text", "rss", "atom")
 
 _SNIFF_BYTES = 64 * 1024
+_MAX_PROLOG = 1024 * 1024  # past this without a root element, the body is not a sitemap
 _BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -64,6 +65,20 @@ _ROOT_KIND = {
 }
 _NAME = re.compile(r"<([A-Za-z_][\w.\-]*:)?([A-Za-z_][\w.\-]*)")
 _ENTITY_DECL = re.compile(r"<!ENTITY|<!DOCTYPE[^>\[]*\b(?:SYSTEM|PUBLIC)\b", re.IGNORECASE)
+
+
+def _head_complete(head: bytes) -> bool:
+    """Enough of the body to sniff it: the root element's start, a text line, or the cap."""
+    if len(head) >= _MAX_PROLOG:
+        return True
+    stripped = head.lstrip(b" \t\r\n\x00")
+    if stripped.startswith(codecs.BOM_UTF8):
+        stripped = stripped[3:].lstrip(b" \t\r\n")
+    if not stripped:
+        return False
+    if stripped[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) or stripped[:1] != b"<":
+        return b"\n" in stripped or len(stripped) >= _SNIFF_BYTES
+    return _prolog(stripped.decode("latin-1")) is not None
 _HTTP = ("http://", "https://")
 
 
@@ -75,32 +90,46 @@ def _decode_head(head: bytes) -> tuple[str, str | None]:
     return head.decode("utf-8", "replace"), None
 
 
-def _root_name(text: str) -> str | None:
-    """Local name of the first element, skipping the XML declaration, comments and DOCTYPE."""
+def _prolog(text: str) -> tuple[int, int, int] | None:
+    """Scan the prolog: (doctype start, doctype end, root element start), or None when the
+    root element has not appeared yet. Doctype positions are -1 when there is none. The
+    XML declaration, comments and processing instructions are skipped."""
     pos = 0
+    doctype = (-1, -1)
     n = len(text)
     while pos < n:
         pos = text.find("<", pos)
         if pos < 0:
             return None
         if text.startswith("<?", pos):
-            pos = text.find("?>", pos)
+            end = text.find("?>", pos)
+            end = end + 1 if end >= 0 else -1
         elif text.startswith("<!--", pos):
-            pos = text.find("-->", pos)
+            end = text.find("-->", pos)
+            end = end + 2 if end >= 0 else -1
         elif text.startswith("<!", pos):
             bracket = text.find("[", pos)
-            close = text.find(">", pos)
-            if 0 <= bracket < close:  # internal subset: skip to "]>"
+            end = text.find(">", pos)
+            if 0 <= bracket < end:  # an internal subset: it ends at "]" then ">"
                 close = text.find("]", bracket)
-                close = text.find(">", close) if close >= 0 else -1
-            pos = close
+                end = text.find(">", close) if close >= 0 else -1
+            if end >= 0 and text[pos + 2 : pos + 9].upper() == "DOCTYPE":
+                doctype = (pos, end + 1)
         else:
-            match = _NAME.match(text, pos)
-            return match.group(2).lower() if match else None
-        if pos < 0:
+            return doctype[0], doctype[1], pos
+        if end < 0:
             return None
-        pos += 1
+        pos = end + 1
     return None
+
+
+def _root_name(text: str) -> str | None:
+    """Local name of the first element, lowercased."""
+    found = _prolog(text)
+    if found is None:
+        return None
+    match = _NAME.match(text, found[2])
+    return match.group(2).lower() if match else None
 
 
 def sniff(head: bytes) -> str:
@@ -167,26 +196,54 @@ class SitemapReader:
         self.sitemaps = 0
         self._chunks: Iterator[bytes] | None = None
         self._head = b""
+        self._doctype_removed = False
 
     # -- sniffing ----------------------------------------------------------------------
 
     def sniff(self) -> str:
-        """Decode enough of the body to tell its kind; idempotent."""
+        """Decode enough of the body to tell its kind; idempotent.
+
+        For XML that is up to the root element (however long the prolog, within 1 MiB). A
+        DOCTYPE is cut out of the stream here: a sitemap needs no DTD, and without one no
+        entity can be expanded, fetched, or amplified.
+        """
         if self.kind is not None:
             return self.kind
         self._chunks = iter(self.decoder)
         head = b""
         for chunk in self._chunks:
             head += chunk
-            if len(head) >= _SNIFF_BYTES or (head.lstrip()[:1] not in (b"", b"<") and b"\n" in head):
+            if _head_complete(head):
                 break
-        self._head = head
-        self.kind = sniff(head[:_SNIFF_BYTES])
+        self.kind = sniff(head[:_MAX_PROLOG])
         if self.kind == "xml":
             # An XML root we do not know: read it like a urlset, by local names (lenient).
             self.root = _root_name(_decode_head(head[:_SNIFF_BYTES])[0])
+        if self.kind in SITEMAP_KINDS[:2] + ("rss", "atom", "xml"):
+            head = self._strip_doctype(head)
+        self._head = head
         self._kind_fault()
         return self.kind
+
+    def _strip_doctype(self, head: bytes) -> bytes:
+        if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) or head[:4] in (
+            codecs.BOM_UTF32_LE,
+            codecs.BOM_UTF32_BE,
+        ):
+            return head  # not ASCII-compatible: libxml2 keeps entities unexpanded anyway
+        text = head[:_MAX_PROLOG].decode("latin-1")  # one char per byte: positions match
+        found = _prolog(text)
+        if found is None or found[0] < 0:
+            return head
+        start, end, _ = found
+        if _ENTITY_DECL.search(text, start, end):
+            self.faults.append(
+                EntitiesDeclared(
+                    "the document declares entities or an external DTD; none were expanded"
+                )
+            )
+        self._doctype_removed = True
+        return head[:start] + head[end:]
 
     def _kind_fault(self) -> None:
         if self.kind == "html":
@@ -298,10 +355,6 @@ class SitemapReader:
 
     def _xml(self, chunks: Iterator[bytes], kind: str) -> Iterator[UrlEntry | SitemapRef]:
         head = self._head[:_SNIFF_BYTES]
-        if _ENTITY_DECL.search(_decode_head(head)[0]):
-            self.faults.append(
-                EntitiesDeclared("the document declares entities or an external DTD; none were expanded")
-            )
         if kind == "rss":
             tags: tuple[str, ...] = ("{*}item",)
         elif kind == "atom":
@@ -348,7 +401,13 @@ class SitemapReader:
         except etree.LxmlError as exc:
             self.faults.append(SitemapSyntaxError(f"XML parsing stopped: {exc}"))
             return
-        errors = [e for e in events.error_log if e.level >= etree.ErrorLevels.ERROR]
+        errors = [
+            e
+            for e in events.error_log
+            if e.level >= etree.ErrorLevels.ERROR
+            # References to the entities of the DOCTYPE we cut out: already reported.
+            and not (self._doctype_removed and e.type_name == "ERR_UNDECLARED_ENTITY")
+        ]
         if errors:
             first_error = errors[0]
             self.faults.append(
