@@ -8,7 +8,9 @@ import datetime as dt
 import email.utils
 import pickle
 import sys
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -23,6 +25,9 @@ from sitemapcrawl.sitemaps.dates import (
     parse_feed_date,
     parse_lastmod,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 NOW = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
 FAST = settings(max_examples=200, deadline=None)
@@ -280,9 +285,7 @@ def _check_invariants(result: LastMod) -> None:
 
 
 @pytest.mark.parametrize(("text", "iso", "precision", "flags"), VALID_LASTMOD)
-def test_parse_lastmod_valid(
-    text: str, iso: str, precision: str, flags: tuple[str, ...]
-) -> None:
+def test_parse_lastmod_valid(text: str, iso: str, precision: str, flags: tuple[str, ...]) -> None:
     result = parse_lastmod(text, now=NOW)
     assert result is not None
     assert (result.iso, result.precision, result.flags) == (iso, precision, flags)
@@ -301,9 +304,7 @@ def test_parse_lastmod_invalid(text: str) -> None:
 
 
 @pytest.mark.parametrize(("text", "iso", "precision", "flags"), VALID_FEED)
-def test_parse_feed_date_valid(
-    text: str, iso: str, precision: str, flags: tuple[str, ...]
-) -> None:
+def test_parse_feed_date_valid(text: str, iso: str, precision: str, flags: tuple[str, ...]) -> None:
     result = parse_feed_date(text, now=NOW)
     assert result is not None
     assert (result.iso, result.precision, result.flags) == (iso, precision, flags)
@@ -318,8 +319,9 @@ def test_feed_dates_match_email_utils() -> None:
     for text, _iso, _precision, flags in VALID_FEED:
         if "assumed_utc" in flags or "date_only" in flags:
             continue
-        if text.startswith("10 Jun 50 "):
-            # email.utils maps 50-68 to 20xx (POSIX); RFC 5322 4.3 says 50-99 -> 19xx.
+        if text in {"10 Jun 50 04:00:00 GMT", "10 Jun 103 04:00:00 GMT"}:
+            # email.utils maps 50-68 to 20xx (POSIX) and keeps 3-digit years;
+            # RFC 5322 4.3 says 50-99 and any 3-digit year -> + 1900.
             continue
         try:
             expected = email.utils.parsedate_to_datetime(text)
@@ -401,6 +403,46 @@ def test_repeated_values_share_the_cached_result() -> None:
     first = parse_lastmod("2023-03-04T05:06:07Z", now=NOW)
     second = parse_lastmod(" 2023-03-04T05:06:07Z ", now=NOW)
     assert first is second
+
+
+def test_long_fraction_is_still_parsed() -> None:
+    text = "2024-05-01T10:00:05." + "1234567890" * 50 + "+02:00"
+    result = parse_lastmod(text, now=NOW)
+    assert result is not None
+    assert result.iso == "2024-05-01T08:00:05.123456Z"
+    assert result.precision == "fraction"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "10" + " " * 100_000 + "x",
+        "Tue" + " " * 50_000 + "," + " " * 50_000 + "x",
+        "10 Jun 2003" + " " * 50_000 + "," + " " * 50_000 + "x",
+        "10 Jun 2003 04:00:00" + " " * 50_000 + "(" + " " * 50_000,
+        "Jun" + " " * 50_000 + "10" + " " * 50_000 + "x",
+        "2024-05-01" + " " * 100_000 + "T" + " " * 100_000 + "x",
+        "2024-05-01T10:00:00." + "1" * 100_000 + "x",
+        "Mon" + "a" * 100_000,
+        "9" * 100_000,
+    ],
+)
+def test_pathological_input_is_fast(text: str) -> None:
+    start = time.perf_counter()
+    result = parse_lastmod(text, now=NOW)
+    assert time.perf_counter() - start < 1.0
+    assert result is not None
+    assert result.flags == ("invalid",)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Tue,\n10 Jun 2003\t04:00:00  GMT", "Tue,  10   Jun   2003 04:00:00   +0000"],
+)
+def test_feed_dates_tolerate_whitespace_runs(text: str) -> None:
+    result = parse_feed_date(text, now=NOW)
+    assert result is not None
+    assert result.iso == "2003-06-10T04:00:00Z"
 
 
 # --- LastMod, format_utc ----------------------------------------------------
@@ -521,7 +563,7 @@ def test_round_trip_format_utc(value: dt.datetime) -> None:
     assert result.iso == format_utc(value)
 
 
-_TRUNCATE = {
+_TRUNCATE: dict[str, tuple[Callable[[dt.datetime], dt.datetime], str]] = {
     "minutes": (lambda d: d.replace(second=0, microsecond=0), "minute"),
     "seconds": (lambda d: d.replace(microsecond=0), "second"),
     "milliseconds": (lambda d: d.replace(microsecond=d.microsecond // 1000 * 1000), "fraction"),

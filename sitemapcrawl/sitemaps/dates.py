@@ -99,6 +99,9 @@ _MIN_YEAR = 1000
 _MAX_YEAR = 9999
 _SENTINEL_YEARS = frozenset({1601, 1900, 1970})
 _CACHE_SIZE = 8192
+# Longer texts are parsed without the cache (so it cannot pin huge strings)
+# and never reach the RFC 2822 parser; no real date is anywhere near this.
+_MAX_CACHED_LEN = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +215,7 @@ def parse_lastmod(text: str | None, *, now: dt.datetime | None = None) -> LastMo
     raw = text.strip()
     if not raw:
         return None
-    result = _parse_cached(raw)
+    result = _parse_cached(raw) if len(raw) <= _MAX_CACHED_LEN else _parse_general(raw)
     value = result.value
     if value is None:
         return result
@@ -342,7 +345,7 @@ def _parse_general(raw: str) -> LastMod:
     try:
         parsed = _parse_iso(raw)
         if parsed is None:
-            parsed = _parse_rfc(raw)
+            parsed = _parse_rfc(raw) if len(raw) <= _MAX_CACHED_LEN else None
     except (ValueError, OverflowError, TypeError, KeyError, IndexError):
         parsed = None
     if parsed is None:
@@ -599,6 +602,9 @@ def _rfc_year(text: str) -> int:
 
 
 def _parse_rfc(raw: str) -> _Parsed | None:
+    # Collapsing whitespace runs keeps the \s* sequences of the patterns from
+    # backtracking quadratically on long blank runs.
+    raw = " ".join(raw.split())
     m = _RFC_RE.fullmatch(raw)
     if m is not None:
         ds, mon, ys, hs, mis, ss, zone = m.groups()

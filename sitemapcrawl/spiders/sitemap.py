@@ -315,6 +315,8 @@ class SitemapCrawlSpider(SitemapSpider):
                 "allow_offsite": True,
                 "download_maxsize": self._sitemap_maxsize,
                 "download_warnsize": 0,
+                # A connection lost mid-body still delivers what arrived: parse it.
+                "download_fail_on_dataloss": False,
             },
             dont_filter=True,
             priority=priority,
@@ -360,6 +362,9 @@ class SitemapCrawlSpider(SitemapSpider):
                 return
             self._failed(task, f"http_{response.status}", f"answered HTTP {response.status}")
             return
+        if "dataloss" in response.flags:
+            self.stats.inc_value(_P + "faults/dataloss_count")
+            self._log_once("dataloss", task.url, "connection lost mid-body; reading what arrived")
         reader = SitemapReader(response.body, response.url, limits=self.limits)
         kind = reader.sniff()
         if kind not in ("urlset", "sitemapindex", "text", "rss", "atom", "xml"):

@@ -1,0 +1,110 @@
+"""Given sitemaps behind every wrapping and every fault the loopback server can produce."""
+
+from __future__ import annotations
+
+import urllib.request
+from typing import TYPE_CHECKING
+
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests.utils.crawl import crawl, our_stats
+
+if TYPE_CHECKING:
+    from tests.mockserver import MockServer
+
+
+def fetch(url: str) -> bytes:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=10) as response:
+        return bytes(response.read())
+
+
+@deferred_f_from_coro_f
+async def test_given_sitemaps_decode_whatever_the_wrapping(mockserver: MockServer) -> None:
+    b = mockserver.base
+    given = [
+        b + "/_/gzip2/sites/basic/sitemaps/posts.xml",  # gzipped twice, named .xml
+        b + "/_/ce/gzip/sites/basic/sitemaps/news.xml",  # Content-Encoding: gzip
+        b + "/_/ctype/text%2Fhtml/sites/basic/pages.txt",  # a text sitemap served as HTML
+        b + "/_/ce/gzip/sites/basic/sitemaps/posts.xml.gz",  # missing: a 404, not a crash
+    ]
+    items, crawler = await crawl(sitemap_urls=",".join(given))
+    assert sorted(i["url"] for i in items) == sorted(
+        [
+            f"{b}/blog/first-post",
+            f"{b}/blog/second-post?a=1&b=2",
+            f"{b}/blog/third-post",
+            f"{b}/news/merger",
+            f"{b}/",
+            f"{b}/about",
+        ]
+    )
+    assert {i["found_via"] for i in items} == {"given"}
+    assert {i["sitemap"] for i in items} == set(given[:3])
+    assert our_stats(crawler) == {
+        "sitemapcrawl/sitemaps/requested_count": 4,
+        "sitemapcrawl/sitemaps/done_count": 4,
+        "sitemapcrawl/sitemaps/parsed_count": 3,
+        "sitemapcrawl/sitemaps/parsed_count/urlset": 2,
+        "sitemapcrawl/sitemaps/parsed_count/text": 1,
+        "sitemapcrawl/sitemaps/gzip_count": 1,
+        "sitemapcrawl/sitemaps/failed_count": 1,
+        "sitemapcrawl/sitemaps/failed_count/http_404": 1,
+        "sitemapcrawl/entries/lastmod_invalid_count": 1,
+        "sitemapcrawl/urls/found_count": 6,
+    }
+
+
+@deferred_f_from_coro_f
+async def test_broken_sitemaps_are_counted_and_keep_what_was_read(mockserver: MockServer) -> None:
+    b = mockserver.base
+    posts = fetch(b + "/sites/basic/sitemaps/posts.xml")
+    cut = posts.index(b"second-post")  # inside the second <url>
+    given = [
+        f"{b}/_/truncate/{cut}/sites/basic/sitemaps/posts.xml",
+        f"{b}/soft404.html",  # an HTML page where a sitemap should be
+        f"{b}/_/status/500",
+        f"{b}/_/reset/sites/basic/sitemaps/archive.xml",
+        f"{b}/_/status/200/sites/basic/blog/first-post",  # HTML body, 200: a soft 404
+    ]
+    items, crawler = await crawl(sitemap_urls=",".join(given))
+    assert [i["url"] for i in items] == [f"{b}/blog/first-post"]
+    stats = our_stats(crawler)
+    assert stats == {
+        "sitemapcrawl/sitemaps/requested_count": 5,
+        "sitemapcrawl/sitemaps/done_count": 5,
+        # The truncated file and the half that arrived before the reset are both read.
+        "sitemapcrawl/sitemaps/parsed_count": 2,
+        "sitemapcrawl/sitemaps/parsed_count/urlset": 2,
+        "sitemapcrawl/sitemaps/failed_count": 3,
+        "sitemapcrawl/sitemaps/failed_count/html": 2,
+        "sitemapcrawl/sitemaps/failed_count/http_500": 1,
+        "sitemapcrawl/faults/html_count": 2,
+        "sitemapcrawl/faults/dataloss_count": 1,
+        "sitemapcrawl/faults/xml_syntax_error_count": 2,
+        "sitemapcrawl/entries/entry_truncated_count": 2,
+        "sitemapcrawl/urls/found_count": 1,
+    }
+    all_stats = crawler.stats.get_stats()  # type: ignore[union-attr]
+    assert all_stats["finish_reason"] == "finished"
+    # Scrapy's retry middleware logs an ERROR when it gives up on the 500; ours logs each
+    # fault once: the two truncations, two HTML pages, the 500, the lost connection.
+    assert all_stats["log_count/ERROR"] == 1
+    assert all_stats["log_count/WARNING"] == 6
+    # The 500 was retried once (RETRY_TIMES=1 in tests), then given up.
+    assert mockserver.requests().count("/_/status/500") == 2
+
+
+@deferred_f_from_coro_f
+async def test_protocol_limit_kept_and_flagged(mockserver: MockServer) -> None:
+    url = f"{mockserver.base}/_/gen/urlset?n=50003&prefix=/p/"
+    items, crawler = await crawl(sitemap_urls=url)
+    assert len(items) == 50003
+    assert [i["url"] for i in items[-4:]] == [f"{mockserver.base}/p/{n}" for n in range(49999, 50003)]
+    assert [i["flags"] for i in items[-4:]] == [[], ["beyond_protocol_limit"], ["beyond_protocol_limit"], ["beyond_protocol_limit"]]
+    stats = our_stats(crawler)
+    assert stats["sitemapcrawl/faults/too_many_urls_count"] == 1
+    assert stats["sitemapcrawl/entries/over_url_limit_count"] == 3
+
+    items, crawler = await crawl(settings={"SITEMAPCRAWL_KEEP_EXCESS_URLS": False}, sitemap_urls=url)
+    assert len(items) == 50000
