@@ -37,7 +37,7 @@ except ImportError:  # the runner installs nothing: fall back to ru_maxrss
 
 PY = sys.executable
 PARSERS = ["ours", "scrapy", "usp", "defusedxml", "lxml", "pyexpat", "lines"]
-E2E_TOOLS = ["ours", "stock-scrapy", "usp", "advertools"]
+E2E_TOOLS = ["ours", "stock-scrapy", "scrapy-items", "usp", "advertools"]
 DEFAULT_PORT = 18730  # files; +1: 1M site, +2: 100k site, +3: 10k site
 SITE_PORT_OFFSET = {1_000_000: 1, 100_000: 2, 10_000: 3}
 PACKAGES = ["Scrapy", "Twisted", "lxml", "defusedxml", "ultimate-sitemap-parser",
@@ -418,6 +418,10 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
     elif tool == "stock-scrapy":
         cmd = [PY, os.path.join(BENCH, "peers", "stock_sitemapspider.py"), robots]
         cwd = e2e_dir  # outside the project: plain settings
+    elif tool == "scrapy-items":
+        jsonl = os.path.join(e2e_dir, f"{tag}.jsonl")
+        cmd = [PY, os.path.join(BENCH, "peers", "scrapy_items_spider.py"), robots, jsonl]
+        cwd = e2e_dir
     elif tool == "usp":
         cmd = [PY, os.path.join(BENCH, "peers", "usp_tree.py"), origin + "/"]
         cwd = e2e_dir
@@ -463,6 +467,10 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
             r = json.loads(mres[-1])
             res["peer_result"] = r
             urls = r.get("urls")
+        if tool == "scrapy-items" and os.path.exists(jsonl):
+            urls = count_lines(jsonl)
+            res["jsonl_bytes"] = os.path.getsize(jsonl)
+            os.remove(jsonl)
     res["urls"] = urls
     if m["timed_out"]:
         res["status"] = f"failed (timeout {timeout:.0f} s)"

@@ -1,0 +1,112 @@
+"""The core stays pure; robots.txt and scope edge cases; components refuse to load when off."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.test import get_crawler
+
+from sitemapcrawl.extensions import SitemapProgressExtension
+from sitemapcrawl.sitemaps.robots import ROBOTS_MAX_RULES_SIZE, parse_robots
+from sitemapcrawl.sitemaps.scope import ScopePolicy, private_address
+from tests.utils.crawl import project_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_core_never_imports_scrapy_or_twisted() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        import sitemapcrawl.sitemaps
+        from sitemapcrawl.sitemaps import dates, decompress, extensions, reader, robots, scope
+        bad = sorted(m for m in sys.modules if m.split(".")[0] in ("scrapy", "twisted"))
+        assert not bad, bad
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_robots_sitemaps_past_the_rules_cap_are_kept() -> None:
+    filler = b"Disallow: /x\n" * (ROBOTS_MAX_RULES_SIZE // 13 + 10)
+    body = b"User-agent: *\nSitemap: /first.xml\n" + filler + b"Sitemap: https://cdn.example.net/last.xml\n"
+    result = parse_robots(body, "https://site.example/robots.txt")
+    assert result.truncated
+    assert result.sitemaps == ["https://site.example/first.xml", "https://cdn.example.net/last.xml"]
+
+
+def test_robots_html_and_hundreds_of_lines() -> None:
+    assert parse_robots(b"<html><body>Sitemap: /x.xml</body></html>", "https://s.example/robots.txt").html
+    many = "".join(f"Sitemap: /s{i}.xml\n" for i in range(500)).encode("utf-16")
+    result = parse_robots(many, "https://s.example/robots.txt")
+    assert len(result.sitemaps) == 500
+    assert result.encoding == "utf-16-le-bom"
+
+
+def test_robots_inside_groups_and_crlf() -> None:
+    body = b"User-agent: bot\r\nSitemap: /in-group.xml\r\nDisallow: /\r\n\r\nuser-agent: *\r\nSITEMAP:/b.xml#frag\r\n"
+    assert parse_robots(body, "https://s.example/robots.txt").sitemaps == [
+        "https://s.example/in-group.xml",
+        "https://s.example/b.xml",  # "#" starts a comment (RFC 9309)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("mode", "url", "sitemap", "declared", "reason"),
+    [
+        ("host", "https://www.site.example/a", "https://site.example/s.xml", False, None),
+        ("host", "http://SITE.example:80/a", "https://site.example/s.xml", False, None),
+        ("host", "https://blog.site.example/a", "https://site.example/s.xml", False, "other_host"),
+        ("path", "https://site.example/news/a", "https://site.example/news/s.xml", False, None),
+        ("path", "https://site.example/a", "https://site.example/news/s.xml", False, "outside_sitemap_path"),
+        ("path", "http://site.example/news/a", "https://site.example/news/s.xml", False, "outside_sitemap_path"),
+        ("robots", "https://site.example/a", "https://cdn.example.net/s.xml", True, None),
+        ("robots", "https://site.example/a", "https://cdn.example.net/s.xml", False, "outside_sitemap_path"),
+        ("off", "https://anything.example.org/", "https://site.example/s.xml", False, None),
+    ],
+)
+def test_scope(mode: str, url: str, sitemap: str, declared: bool, reason: str | None) -> None:
+    assert ScopePolicy(mode, "https://site.example/").reason(url, sitemap, declared) == reason
+
+
+def test_scope_rejects_unknown_mode() -> None:
+    with pytest.raises(ValueError, match="scope must be one of"):
+        ScopePolicy("planet", "https://site.example/")
+
+
+@pytest.mark.parametrize(
+    ("url", "origin", "private"),
+    [
+        ("http://169.254.169.254/latest/", "https://site.example/", True),
+        ("http://10.1.2.3/s.xml", "https://site.example/", True),
+        ("http://[::1]/s.xml", "https://site.example/", True),
+        ("http://localhost/s.xml", "https://site.example/", True),
+        ("https://cdn.example.net/s.xml", "https://site.example/", False),
+        ("http://10.1.2.3/s.xml", "http://10.9.9.9/", False),
+        ("http://127.0.0.1:8000/s.xml", "http://localhost:8000/", False),
+    ],
+)
+def test_private_addresses(url: str, origin: str, private: bool) -> None:
+    assert private_address(url, origin) is private
+
+
+def test_progress_extension_not_configured_when_off() -> None:
+    crawler = get_crawler(settings_dict=project_settings({"SITEMAPCRAWL_PROGRESS_ENABLED": False}))
+    with pytest.raises(NotConfigured, match="SITEMAPCRAWL_PROGRESS_ENABLED"):
+        build_from_crawler(SitemapProgressExtension, crawler)
+    crawler = get_crawler(settings_dict=project_settings({"SITEMAPCRAWL_PROGRESS_INTERVAL": -1}))
+    with pytest.raises(NotConfigured, match="negative"):
+        build_from_crawler(SitemapProgressExtension, crawler)
+
+
+def test_addon_defaults_are_overridable() -> None:
+    crawler = get_crawler(settings_dict=project_settings({"SITEMAPCRAWL_SCOPE": "path"}))
+    assert crawler.settings["SITEMAPCRAWL_SCOPE"] == "path"
+    assert crawler.settings.getint("SITEMAPCRAWL_MAX_SIZE") == 52_428_800
+    assert crawler.settings.getdict("FEED_EXPORTERS")["csv"].endswith("SitemapCsvItemExporter")
