@@ -56,12 +56,28 @@ NS_HEADER = (
 URLSET_FOOTER = "</urlset>\n"
 
 SECTIONS = [
-    "blog", "news", "products", "category/shoes", "category/electronics",
-    "category/home-garden", "docs", "help/articles", "events", "recipes",
-    "travel/guides", "jobs", "stories", "reviews", "shop/sale",
-    "magazine/2023", "magazine/2024", "support/kb", "learn", "community/threads",
+    "blog",
+    "news",
+    "products",
+    "category/shoes",
+    "category/electronics",
+    "category/home-garden",
+    "docs",
+    "help/articles",
+    "events",
+    "recipes",
+    "travel/guides",
+    "jobs",
+    "stories",
+    "reviews",
+    "shop/sale",
+    "magazine/2023",
+    "magazine/2024",
+    "support/kb",
+    "learn",
+    "community/threads",
 ]
-WORDS = (
+WORDS = (  # noqa: SIM905 - a paragraph reads better than a list of 100 strings
     "best guide how to make easy quick review top new cheap free online home "
     "garden kitchen summer winter spring autumn travel city beach mountain "
     "running shoes laptop phone camera coffee tea recipe chicken pasta salad "
@@ -124,14 +140,17 @@ def _entry(r: random.Random, base: str, uid: int) -> tuple[str, str]:
     if x < 0.10:  # hreflang alternates
         for lang in r.sample(LANGS, r.randint(2, 3)):
             parts.append(
-                f'    <xhtml:link rel="alternate" hreflang="{lang}" '
-                f'href="{base}/{lang}{path}"/>\n'
+                f'    <xhtml:link rel="alternate" hreflang="{lang}" href="{base}/{lang}{path}"/>\n'
             )
     elif x < 0.20:  # images
         for k in range(r.randint(1, 3)):
-            parts.append(f"    <image:image>\n      <image:loc>{base}/media/uploads/{r.randint(2015, 2025)}/{r.randint(1, 12):02d}/{slug}-{uid}-{k}.jpg</image:loc>\n")
+            year, month = r.randint(2015, 2025), r.randint(1, 12)
+            img = f"{base}/media/uploads/{year}/{month:02d}/{slug}-{uid}-{k}.jpg"
+            parts.append(f"    <image:image>\n      <image:loc>{img}</image:loc>\n")
             if r.random() < 0.7:
-                parts.append(f"      <image:title>{_slug(r, 2, 4).replace('-', ' ')}</image:title>\n")
+                parts.append(
+                    f"      <image:title>{_slug(r, 2, 4).replace('-', ' ')}</image:title>\n"
+                )
             parts.append("    </image:image>\n")
     elif x < 0.205:  # a few Google News entries
         parts.append(
@@ -150,8 +169,7 @@ def _entry(r: random.Random, base: str, uid: int) -> tuple[str, str]:
 def urlset_xml(seed: int, name: str, base: str, first_id: int, n: int) -> str:
     r = _rng(seed, name)
     out = [NS_HEADER]
-    for uid in range(first_id, first_id + n):
-        out.append(_entry(r, base, uid)[0])
+    out.extend(_entry(r, base, uid)[0] for uid in range(first_id, first_id + n))
     out.append(URLSET_FOOTER)
     return "".join(out)
 
@@ -161,7 +179,9 @@ def text_sitemap(seed: int, name: str, base: str, first_id: int, n: int) -> str:
     return "".join(_entry(r, base, uid)[1] + "\n" for uid in range(first_id, first_id + n))
 
 
-def worst_case_urlset(seed: int, base: str, first_id: int, size: int = WORST_CASE_SIZE) -> tuple[bytes, int]:
+def worst_case_urlset(
+    seed: int, base: str, first_id: int, size: int = WORST_CASE_SIZE
+) -> tuple[bytes, int]:
     """Exactly ``size`` bytes: long locs (up to ~2,000 chars, the protocol's
     2,048 limit), every optional field, lots of indentation; padded with
     whitespace at the end to the exact byte count."""
@@ -262,7 +282,7 @@ def _child(args: tuple[int, str, int, int, int, str]) -> tuple[str, int, int]:
     return path, len(gz), len(xml)
 
 
-def ensure_site(out: str, seed: int, base: str, n_urls: int, jobs: int = 2, log=print) -> dict:
+def ensure_site(out: str, seed: int, base: str, n_urls: int, *, jobs: int = 2, log=print) -> dict:
     """Generate (or reuse) a site of ``n_urls`` URLs in ``out`` (its docroot)."""
     key = {"kind": "site", "seed": seed, "base": base, "urls": n_urls, "v": GENERATOR_VERSION}
     if m := _manifest_ok(out, key):
@@ -292,12 +312,14 @@ def ensure_site(out: str, seed: int, base: str, n_urls: int, jobs: int = 2, log=
         '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
     ]
     day0 = 20_000  # days since epoch, ~2024-10; children get distinct lastmods
-    for (path, gz_len, xml_len), t in zip(results, tasks):
+    for (path, gz_len, xml_len), t in zip(results, tasks, strict=True):
         rel = os.path.relpath(path, out)
         files[rel] = {"urls": t[4], "bytes": gz_len, "uncompressed_bytes": xml_len}
         ts = (day0 - 3 * t[2]) * 86400 + r.randint(0, 86399)
         lm = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(ts))
-        index.append(f"  <sitemap>\n    <loc>{base}/{rel}</loc>\n    <lastmod>{lm}</lastmod>\n  </sitemap>\n")
+        index.append(
+            f"  <sitemap>\n    <loc>{base}/{rel}</loc>\n    <lastmod>{lm}</lastmod>\n  </sitemap>\n"
+        )
     index.append("</sitemapindex>\n")
     _write(os.path.join(out, "sitemap_index.xml"), "".join(index))
     files["sitemap_index.xml"] = {"urls": 0}
@@ -312,20 +334,30 @@ def ensure_site(out: str, seed: int, base: str, n_urls: int, jobs: int = 2, log=
         "files": files,
         "urls": n_urls,
         "children": n_children,
-        "expected_requests": {"/robots.txt": 1, "/sitemap_index.xml": 1,
-                              **{f"/{os.path.relpath(t[5], out)}": 1 for t in tasks}},
+        "expected_requests": {
+            "/robots.txt": 1,
+            "/sitemap_index.xml": 1,
+            **{f"/{os.path.relpath(t[5], out)}": 1 for t in tasks},
+        },
         "generation_s": round(time.perf_counter() - t0, 2),
     }
     _write(os.path.join(out, "manifest.json"), json.dumps(m, indent=1))
-    log(f"corpus: generated site ({n_urls:,} URLs, {n_children} children) in {out} in {m['generation_s']} s")
+    log(
+        f"corpus: generated site ({n_urls:,} URLs, {n_children} children) in {out}"
+        f" in {m['generation_s']} s"
+    )
     return m
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--out", required=True, help="output directory (of the files)")
     p.add_argument("--site-out", default=None, help="docroot of the site (default: OUT/site)")
-    p.add_argument("--base", required=True, help="base URL substituted for {base}, e.g. http://127.0.0.1:8000")
+    p.add_argument(
+        "--base", required=True, help="base URL substituted for {base}, e.g. http://127.0.0.1:8000"
+    )
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--site-urls", type=int, default=1_000_000)
     p.add_argument("--no-files", action="store_true")

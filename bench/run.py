@@ -12,6 +12,7 @@ bench/out/results-<timestamp>.md / .json.  See bench/README.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime as dt
 import json
@@ -40,8 +41,18 @@ PARSERS = ["ours", "scrapy", "usp", "defusedxml", "lxml", "pyexpat", "lines"]
 E2E_TOOLS = ["ours", "stock-scrapy", "scrapy-items", "usp", "advertools"]
 DEFAULT_PORT = 18730  # files; +1: 1M site, +2: 100k site, +3: 10k site
 SITE_PORT_OFFSET = {1_000_000: 1, 100_000: 2, 10_000: 3}
-PACKAGES = ["Scrapy", "Twisted", "lxml", "defusedxml", "ultimate-sitemap-parser",
-            "advertools", "pandas", "requests", "psutil", "matplotlib"]
+PACKAGES = [
+    "Scrapy",
+    "Twisted",
+    "lxml",
+    "defusedxml",
+    "ultimate-sitemap-parser",
+    "advertools",
+    "pandas",
+    "requests",
+    "psutil",
+    "matplotlib",
+]
 
 MD: list[str] = []  # the Markdown report, built as we go
 
@@ -97,9 +108,16 @@ def machine_info() -> dict:
         except metadata.PackageNotFoundError:
             info["packages"][p] = None
     try:
-        info["git_head"] = subprocess.run(
-            ["git", "-C", REPO_ROOT, "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=10).stdout.strip() or "(no commits)"
+        info["git_head"] = (
+            subprocess.run(
+                ["git", "-C", REPO_ROOT, "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            ).stdout.strip()
+            or "(no commits)"
+        )
     except Exception:
         info["git_head"] = None
     return info
@@ -138,7 +156,11 @@ class StaticServer:
         port = pick_port(preferred_port)
         self.proc = subprocess.Popen(
             [PY, os.path.join(BENCH, "server.py"), "--root", root, "--port", str(port)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=child_env())
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=child_env(),
+        )
         line = self.proc.stdout.readline().strip()  # "READY <port>"
         if not line.startswith("READY"):
             self.stop()
@@ -148,6 +170,7 @@ class StaticServer:
 
     def stats(self, reset: bool = False) -> dict:
         import urllib.request
+
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with opener.open(f"{self.base}/_stats" + ("?reset=1" if reset else ""), timeout=10) as r:
             return json.load(r)
@@ -165,8 +188,14 @@ class StaticServer:
 def generate(args: list[str], manifest_path: str) -> dict:
     """Run bench/corpus.py in a subprocess (keeps this runner's RSS small) and
     return the manifest it wrote."""
-    cp = subprocess.run([PY, os.path.join(BENCH, "corpus.py"), *args], capture_output=True,
-                        text=True, timeout=600, env=child_env())
+    cp = subprocess.run(
+        [PY, os.path.join(BENCH, "corpus.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=child_env(),
+        check=False,
+    )
     for line in (cp.stdout + cp.stderr).splitlines():
         log(line)
     if cp.returncode != 0:
@@ -183,8 +212,14 @@ def run_monitored(cmd: list[str], cwd: str, timeout: float, stdout_path: str) ->
     50 ms, reap it with wait4 to get its exact rusage (CPU, ru_maxrss)."""
     with open(stdout_path, "wb") as out:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                env=child_env(), start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=child_env(),
+            start_new_session=True,
+        )
         ps = None
         if psutil is not None:
             try:
@@ -202,10 +237,8 @@ def run_monitored(cmd: list[str], cwd: str, timeout: float, stdout_path: str) ->
                 try:
                     rss = ps.memory_info().rss
                     for c in ps.children(recursive=True):
-                        try:
+                        with contextlib.suppress(psutil.Error):
                             rss += c.memory_info().rss
-                        except psutil.Error:
-                            pass
                     peak_tree = max(peak_tree, rss)
                     samples += 1
                 except psutil.Error:
@@ -244,18 +277,18 @@ def run_monitored(cmd: list[str], cwd: str, timeout: float, stdout_path: str) ->
 
 
 def mb(b) -> str:
-    return "–" if b is None else f"{b / 2**20:,.1f}"
+    return "-" if b is None else f"{b / 2**20:,.1f}"
 
 
 def fnum(x, nd=3) -> str:
-    return "–" if x is None else f"{x:,.{nd}f}"
+    return "-" if x is None else f"{x:,.{nd}f}"
 
 
 def ratio(a, b) -> str:
     """a ÷ b, e.g. peer time ÷ ours time (> 1: ours is faster)."""
     if not a or not b:
-        return "–"
-    return f"{a / b:.2f}×"
+        return "-"
+    return f"{a / b:.2f}x"
 
 
 def table(header: list[str], rows: list[list]) -> None:
@@ -269,16 +302,26 @@ def table(header: list[str], rows: list[list]) -> None:
 # --------------------------------------------------------------------------- part 1
 
 
-def parser_bench(files_dir: str, manifest: dict, base: str, quick: bool, runs: int,
-                 parsers: list[str], results: dict) -> None:
+def parser_bench(
+    files_dir: str,
+    manifest: dict,
+    base: str,
+    *,
+    quick: bool,
+    runs: int,
+    parsers: list[str],
+    results: dict,
+) -> None:
     names = ["urlset-50k.xml", "urlset-50k.xml.gz", "text-50k.txt"]
     if not quick:
         names.append("urlset-50mb.xml")
     say(f"## Parser micro-benchmark (median of {runs} runs, each in a fresh process)")
     say()
-    say("Times are for gunzip (`.gz`) + full iteration of a document already in memory; "
+    say(
+        "Times are for gunzip (`.gz`) + full iteration of a document already in memory; "
         "imports excluded. *peak Δ* = peak RSS during the parse minus RSS before it; "
-        "*RSS Δ* = RSS retained after it. Ratios are *this ÷ ours* (> 1: ours is faster / smaller).")
+        "*RSS Δ* = RSS retained after it. Ratios are *this ÷ ours* (> 1: ours is faster / smaller)."
+    )
     say()
     out: dict = {}
     for name in names:
@@ -295,11 +338,32 @@ def parser_bench(files_dir: str, manifest: dict, base: str, quick: bool, runs: i
                 log(f"parsers: {name} {p} run {r + 1}/{runs}")
                 try:
                     cp = subprocess.run(
-                        [PY, os.path.join(BENCH, "parsers.py"), "--parser", p, "--file", path, "--url", url],
-                        capture_output=True, text=True, timeout=600, env=child_env(), cwd=BENCH)
+                        [
+                            PY,
+                            os.path.join(BENCH, "parsers.py"),
+                            "--parser",
+                            p,
+                            "--file",
+                            path,
+                            "--url",
+                            url,
+                        ],
+                        capture_output=True,
+                        text=True,
+                        timeout=600,
+                        env=child_env(),
+                        cwd=BENCH,
+                        check=False,
+                    )
                     lines = [ln for ln in cp.stdout.splitlines() if ln.startswith("{")]
-                    d = json.loads(lines[-1]) if lines else {
-                        "status": "error", "reason": (cp.stderr.strip().splitlines() or ["no output"])[-1]}
+                    d = (
+                        json.loads(lines[-1])
+                        if lines
+                        else {
+                            "status": "error",
+                            "reason": (cp.stderr.strip().splitlines() or ["no output"])[-1],
+                        }
+                    )
                 except subprocess.TimeoutExpired:
                     d = {"status": "error", "reason": "timeout (600 s)"}
                 status.setdefault(p, d)
@@ -312,68 +376,128 @@ def parser_bench(files_dir: str, manifest: dict, base: str, quick: bool, runs: i
         for p in parsers:
             runs_ok = per[p]
             if not runs_ok:
-                agg[p] = {"status": status.get(p, {}).get("status", "error"),
-                          "reason": status.get(p, {}).get("reason")}
+                agg[p] = {
+                    "status": status.get(p, {}).get("status", "error"),
+                    "reason": status.get(p, {}).get("reason"),
+                }
                 continue
-            med = lambda k: statistics.median(x[k] for x in runs_ok)  # noqa: E731
+
+            def med(k: str, runs_ok: list[dict] = runs_ok) -> float:
+                return statistics.median(x[k] for x in runs_ok)
+
             counts = sorted({x["urls"] for x in runs_ok})
             agg[p] = {
-                "status": "ok", "runs": len(runs_ok), "urls": counts[0] if len(counts) == 1 else counts,
+                "status": "ok",
+                "runs": len(runs_ok),
+                "urls": counts[0] if len(counts) == 1 else counts,
                 "mode": runs_ok[0].get("mode"),
-                "wall_s": med("wall_s"), "cpu_s": med("cpu_s"),
+                "wall_s": med("wall_s"),
+                "cpu_s": med("cpu_s"),
                 "wall_min_s": min(x["wall_s"] for x in runs_ok),
-                "peak_rss": med("peak_rss"), "peak_growth": med("peak_growth"),
-                "rss_growth": med("rss_growth"), "import_s": med("import_s"),
+                "peak_rss": med("peak_rss"),
+                "peak_growth": med("peak_growth"),
+                "rss_growth": med("rss_growth"),
+                "import_s": med("import_s"),
                 "peak_reset": all(x.get("peak_reset") for x in runs_ok),
                 "agrees": counts == [expected],
             }
         size = meta["uncompressed_bytes"]
-        say(f"### `{name}` — {meta['bytes'] / 2**20:.1f} MB on disk, "
-            f"{size / 2**20:.1f} MB uncompressed, {expected:,} URLs generated")
+        say(
+            f"### `{name}` — {meta['bytes'] / 2**20:.1f} MB on disk, "
+            f"{size / 2**20:.1f} MB uncompressed, {expected:,} URLs generated"
+        )
         say()
         o = agg.get("ours", {})
         rows = []
         for p in parsers:
             a = agg[p]
             if a["status"] != "ok":
-                rows.append([p, a["status"], "", "", "", "", "", "", "", "", "", (a.get("reason") or "")[:80]])
+                rows.append(
+                    [
+                        p,
+                        a["status"],
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        (a.get("reason") or "")[:80],
+                    ]
+                )
                 continue
             flag = "" if a["agrees"] else " ⚠ DISAGREES"
-            note = ("gunzipped by the harness" if a.get("mode") == "pre-gunzipped" else "")
+            note = "gunzipped by the harness" if a.get("mode") == "pre-gunzipped" else ""
             ok = o.get("status") == "ok"
-            rows.append([
-                p, f"{a['urls']:,}{flag}" if isinstance(a["urls"], int) else f"{a['urls']}{flag}",
-                fnum(a["wall_s"]), fnum(a["cpu_s"]),
-                f"{a['urls'] / a['wall_s']:,.0f}" if isinstance(a["urls"], int) else "–",
-                f"{size / 2**20 / a['wall_s']:,.1f}",
-                mb(a["peak_rss"]), mb(a["peak_growth"]), mb(a["rss_growth"]),
-                ratio(a["wall_s"], o.get("wall_s")) if ok else "–",
-                ratio(a["cpu_s"], o.get("cpu_s")) if ok else "–",
-                note,
-            ])
-        table(["parser", "URLs", "wall s", "CPU s", "URLs/s", "MB/s", "peak RSS MB",
-               "peak Δ MB", "RSS Δ MB", "wall ÷ ours", "CPU ÷ ours", "note"], rows)
+            rows.append(
+                [
+                    p,
+                    f"{a['urls']:,}{flag}" if isinstance(a["urls"], int) else f"{a['urls']}{flag}",
+                    fnum(a["wall_s"]),
+                    fnum(a["cpu_s"]),
+                    f"{a['urls'] / a['wall_s']:,.0f}" if isinstance(a["urls"], int) else "-",
+                    f"{size / 2**20 / a['wall_s']:,.1f}",
+                    mb(a["peak_rss"]),
+                    mb(a["peak_growth"]),
+                    mb(a["rss_growth"]),
+                    ratio(a["wall_s"], o.get("wall_s")) if ok else "-",
+                    ratio(a["cpu_s"], o.get("cpu_s")) if ok else "-",
+                    note,
+                ]
+            )
+        table(
+            [
+                "parser",
+                "URLs",
+                "wall s",
+                "CPU s",
+                "URLs/s",
+                "MB/s",
+                "peak RSS MB",
+                "peak Δ MB",
+                "RSS Δ MB",
+                "wall ÷ ours",
+                "CPU ÷ ours",
+                "note",
+            ],
+            rows,
+        )
         okp = [p for p in parsers if agg[p]["status"] == "ok"]
         if len(okp) > 1:
             say(f"CPU-time ratio matrix for `{name}` (row ÷ column; < 1: row is faster):")
             say()
-            table(["row ÷ col"] + okp,
-                  [[p] + [ratio(agg[p]["cpu_s"], agg[q]["cpu_s"]) for q in okp] for p in okp])
+            table(
+                ["row ÷ col", *okp],
+                [[p] + [ratio(agg[p]["cpu_s"], agg[q]["cpu_s"]) for q in okp] for p in okp],
+            )
         bad = [p for p in okp if not agg[p]["agrees"]]
         if bad:
-            say(f"**⚠ URL-count disagreement on `{name}`:** "
-                + ", ".join(f"{p}={agg[p]['urls']}" for p in bad) + f" (expected {expected:,})")
+            say(
+                f"**⚠ URL-count disagreement on `{name}`:** "
+                + ", ".join(f"{p}={agg[p]['urls']}" for p in bad)
+                + f" (expected {expected:,})"
+            )
             say()
-        out[name] = {"expected_urls": expected, "bytes": meta["bytes"],
-                     "uncompressed_bytes": size, "parsers": agg, "raw": per}
+        out[name] = {
+            "expected_urls": expected,
+            "bytes": meta["bytes"],
+            "uncompressed_bytes": size,
+            "parsers": agg,
+            "raw": per,
+        }
     results["parsers"] = out
 
 
 # --------------------------------------------------------------------------- part 2
 
 
-LOG_STAT = re.compile(r"'(finish_reason|item_scraped_count|downloader/request_count|"
-                      r"log_count/ERROR|elapsed_time_seconds)': '?([^',}]+)'?")
+LOG_STAT = re.compile(
+    r"'(finish_reason|item_scraped_count|downloader/request_count|"
+    r"log_count/ERROR|elapsed_time_seconds)': '?([^',}]+)'?"
+)
 
 
 def count_lines(path: str) -> int:
@@ -396,7 +520,7 @@ def failure_reason(log_path: str) -> str:
     for ln in reversed(lines):  # last line of a traceback
         if re.match(r"^[\w.]+(Error|Exception|Exit)\b", ln):
             return ln.strip()[:200]
-    return (lines[-1][:200] if lines else "no output")
+    return lines[-1][:200] if lines else "no output"
 
 
 def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: float) -> dict:
@@ -411,9 +535,23 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
         jsonl = os.path.join(e2e_dir, f"{tag}.jsonl")
         if os.path.exists(jsonl):
             os.remove(jsonl)
-        cmd = [PY, "-m", "scrapy", "crawl", "sitemap", "-a", f"origin={origin}", "-O", jsonl,
-               "-s", "LOG_LEVEL=INFO", "-s", "TELNETCONSOLE_ENABLED=False",
-               "-s", "REMOTE_CONTROL_ENABLED=False"]
+        cmd = [
+            PY,
+            "-m",
+            "scrapy",
+            "crawl",
+            "sitemap",
+            "-a",
+            f"origin={origin}",
+            "-O",
+            jsonl,
+            "-s",
+            "LOG_LEVEL=INFO",
+            "-s",
+            "TELNETCONSOLE_ENABLED=False",
+            "-s",
+            "REMOTE_CONTROL_ENABLED=False",
+        ]
         cwd = REPO_ROOT
     elif tool == "stock-scrapy":
         cmd = [PY, os.path.join(BENCH, "peers", "stock_sitemapspider.py"), robots]
@@ -457,7 +595,9 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
     if tool == "ours":
         stats = dict(LOG_STAT.findall(text))
         res["finish_reason"] = stats.get("finish_reason")
-        res["item_scraped_count"] = int(stats["item_scraped_count"]) if "item_scraped_count" in stats else None
+        res["item_scraped_count"] = (
+            int(stats["item_scraped_count"]) if "item_scraped_count" in stats else None
+        )
         if os.path.exists(jsonl):
             urls = count_lines(jsonl)
             res["jsonl_bytes"] = os.path.getsize(jsonl)
@@ -481,74 +621,147 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
         res["status"] = f"failed ({why})"
     else:
         res["status"] = "ok"
-    log(f"e2e: {tag}: {res['status']}, urls={urls}, wall={m['wall_s']:.1f}s cpu={m['cpu_s']:.1f}s "
-        f"peak={mb(m['peak_rss'])}MB requests={res['requests']}")
+    log(
+        f"e2e: {tag}: {res['status']}, urls={urls}, wall={m['wall_s']:.1f}s cpu={m['cpu_s']:.1f}s "
+        f"peak={mb(m['peak_rss'])}MB requests={res['requests']}"
+    )
     return res
 
 
-def e2e_bench(srv: StaticServer, n_urls: int, manifest: dict, tools: list[str],
-              timeout: float, results: dict) -> None:
-    say(f"## End-to-end discovery from robots.txt: {n_urls:,} URLs "
-        f"(robots.txt → index → {manifest['children']} gzipped children)")
+def e2e_bench(
+    srv: StaticServer,
+    n_urls: int,
+    manifest: dict,
+    *,
+    tools: list[str],
+    timeout: float,
+    results: dict,
+) -> None:
+    say(
+        f"## End-to-end discovery from robots.txt: {n_urls:,} URLs "
+        f"(robots.txt → index → {manifest['children']} gzipped children)"
+    )
     say()
     runs = {t: e2e_one(t, srv, n_urls, manifest, timeout) for t in tools}
     exp_req = len(manifest["expected_requests"])
     rows = []
     for t, r in runs.items():
         ok = r["status"] == "ok"
-        req = f"{r['requests']}" + (f" ({r['requests_404']}×404)" if r["requests_404"] else "")
+        req = f"{r['requests']}" + (f" ({r['requests_404']}x404)" if r["requests_404"] else "")
         extra = ""
         if t == "ours":
-            extra = f"finish_reason={r.get('finish_reason')}, item_scraped_count={r.get('item_scraped_count')}"
+            extra = (
+                f"finish_reason={r.get('finish_reason')}, "
+                f"item_scraped_count={r.get('item_scraped_count')}"
+            )
         elif r.get("peer_result"):
             extra = ", ".join(f"{k}={v}" for k, v in r["peer_result"].items() if k != "urls")
         flag = "" if (r["urls"] == n_urls) else (" ⚠" if r["urls"] is not None else "")
-        rows.append([
-            t, r["status"] if not ok else "ok",
-            (f"{r['urls']:,}{flag}" if r["urls"] is not None else "–"),
-            fnum(r["wall_s"], 2), fnum(r["cpu_s"], 2),
-            f"{r['urls'] / r['wall_s']:,.0f}" if ok else "–",
-            mb(r["peak_rss"]), req, "yes" if r["requests_exact"] else "no",
-            f"{r['load_before'][0] if r['load_before'] else '–'}→{r['load_after'][0] if r['load_after'] else '–'}",
-            extra,
-        ])
-    table(["tool", "status", "URLs", "wall s", "CPU s", "URLs/s", "peak RSS MB",
-           f"requests (expected {exp_req})", "exactly robots+index+children once", "load 1-min", "details"], rows)
+        rows.append(
+            [
+                t,
+                r["status"] if not ok else "ok",
+                (f"{r['urls']:,}{flag}" if r["urls"] is not None else "-"),
+                fnum(r["wall_s"], 2),
+                fnum(r["cpu_s"], 2),
+                f"{r['urls'] / r['wall_s']:,.0f}" if ok else "-",
+                mb(r["peak_rss"]),
+                req,
+                "yes" if r["requests_exact"] else "no",
+                f"{(r['load_before'] or ['-'])[0]}→{(r['load_after'] or ['-'])[0]}",
+                extra,
+            ]
+        )
+    table(
+        [
+            "tool",
+            "status",
+            "URLs",
+            "wall s",
+            "CPU s",
+            "URLs/s",
+            "peak RSS MB",
+            f"requests (expected {exp_req})",
+            "exactly robots+index+children once",
+            "load 1-min",
+            "details",
+        ],
+        rows,
+    )
     o = runs.get("ours")
     if o and o["status"] == "ok":
         say("Ratios *peer ÷ ours* (> 1: ours is faster / smaller):")
         say()
-        table(["peer", "wall", "CPU", "peak RSS"],
-              [[t, ratio(r["wall_s"], o["wall_s"]), ratio(r["cpu_s"], o["cpu_s"]),
-                ratio(r["peak_rss"], o["peak_rss"])]
-               for t, r in runs.items() if t != "ours" and r["status"] == "ok"])
+        table(
+            ["peer", "wall", "CPU", "peak RSS"],
+            [
+                [
+                    t,
+                    ratio(r["wall_s"], o["wall_s"]),
+                    ratio(r["cpu_s"], o["cpu_s"]),
+                    ratio(r["peak_rss"], o["peak_rss"]),
+                ]
+                for t, r in runs.items()
+                if t != "ours" and r["status"] == "ok"
+            ],
+        )
     elif o:
         say(f"ours: {o['status']}")
         say()
     results.setdefault("e2e", {})[str(n_urls)] = runs
 
 
-def scaling_bench(sizes: list[int], servers: dict, manifests: dict, timeout: float,
-                  results: dict, stamp: str) -> None:
+def scaling_bench(
+    sizes: list[int], servers: dict, manifests: dict, *, timeout: float, results: dict, stamp: str
+) -> None:
     say("## Scaling of ours (end-to-end)")
     say()
     rows, data = [], []
     for n in sizes:
         r = e2e_one("ours", servers[n], n, manifests[n], timeout)
         ok = r["status"] == "ok"
-        d = {"urls_expected": n, "urls": r["urls"], "status": r["status"],
-             "wall_s": round(r["wall_s"], 3), "cpu_s": round(r["cpu_s"], 3),
-             "urls_per_s": round(r["urls"] / r["wall_s"]) if ok else None,
-             "urls_per_cpu_s": round(r["urls"] / r["cpu_s"]) if ok and r["cpu_s"] else None,
-             "peak_rss_mb": round(r["peak_rss"] / 2**20, 1), "requests": r["requests"],
-             "requests_exact": r["requests_exact"]}
+        d = {
+            "urls_expected": n,
+            "urls": r["urls"],
+            "status": r["status"],
+            "wall_s": round(r["wall_s"], 3),
+            "cpu_s": round(r["cpu_s"], 3),
+            "urls_per_s": round(r["urls"] / r["wall_s"]) if ok else None,
+            "urls_per_cpu_s": round(r["urls"] / r["cpu_s"]) if ok and r["cpu_s"] else None,
+            "peak_rss_mb": round(r["peak_rss"] / 2**20, 1),
+            "requests": r["requests"],
+            "requests_exact": r["requests_exact"],
+        }
         data.append(d)
-        rows.append([f"{n:,}", d["status"], f"{r['urls']:,}" if r["urls"] is not None else "–",
-                     fnum(r["wall_s"], 2), fnum(r["cpu_s"], 2),
-                     f"{d['urls_per_s']:,}" if ok else "–", f"{d['urls_per_cpu_s']:,}" if ok else "–",
-                     mb(r["peak_rss"]), r["requests"], "yes" if r["requests_exact"] else "no"])
-    table(["site URLs", "status", "URLs found", "wall s", "CPU s", "URLs/s", "URLs/CPU-s",
-           "peak RSS MB", "requests", "exact"], rows)
+        rows.append(
+            [
+                f"{n:,}",
+                d["status"],
+                f"{r['urls']:,}" if r["urls"] is not None else "-",
+                fnum(r["wall_s"], 2),
+                fnum(r["cpu_s"], 2),
+                f"{d['urls_per_s']:,}" if ok else "-",
+                f"{d['urls_per_cpu_s']:,}" if ok else "-",
+                mb(r["peak_rss"]),
+                r["requests"],
+                "yes" if r["requests_exact"] else "no",
+            ]
+        )
+    table(
+        [
+            "site URLs",
+            "status",
+            "URLs found",
+            "wall s",
+            "CPU s",
+            "URLs/s",
+            "URLs/CPU-s",
+            "peak RSS MB",
+            "requests",
+            "exact",
+        ],
+        rows,
+    )
     csv_path = os.path.join(OUT, f"scaling-{stamp}.csv")
     with open(csv_path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(data[0]))
@@ -557,8 +770,10 @@ def scaling_bench(sizes: list[int], servers: dict, manifests: dict, timeout: flo
     say(f"CSV: `{os.path.relpath(csv_path, REPO_ROOT)}`")
     try:
         import matplotlib  # optional
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+
         ok = [d for d in data if d["status"] == "ok"]
         if ok:
             fig, ax1 = plt.subplots(figsize=(6, 4))
@@ -568,7 +783,9 @@ def scaling_bench(sizes: list[int], servers: dict, manifests: dict, timeout: flo
             ax1.set_xlabel("site URLs")
             ax1.set_ylabel("URLs/s")
             ax2 = ax1.twinx()
-            ax2.plot(xs, [d["peak_rss_mb"] for d in ok], "s--", color="tab:red", label="peak RSS MB")
+            ax2.plot(
+                xs, [d["peak_rss_mb"] for d in ok], "s--", color="tab:red", label="peak RSS MB"
+            )
             ax2.set_ylabel("peak RSS MB")
             fig.tight_layout()
             png = csv_path[:-4] + ".png"
@@ -584,21 +801,37 @@ def scaling_bench(sizes: list[int], servers: dict, manifests: dict, timeout: flo
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help="3 runs, 50k files only, 100,000-URL site for end-to-end")
-    ap.add_argument("--scaling", action="store_true",
-                    help="only the scaling mode: ours end-to-end at 10k / 100k / 1M URLs")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="3 runs, 50k files only, 100,000-URL site for end-to-end",
+    )
+    ap.add_argument(
+        "--scaling",
+        action="store_true",
+        help="only the scaling mode: ours end-to-end at 10k / 100k / 1M URLs",
+    )
     ap.add_argument("--parsers-only", action="store_true")
     ap.add_argument("--e2e-only", action="store_true")
-    ap.add_argument("--runs", type=int, default=None, help="parser repetitions (default 5, --quick 3)")
+    ap.add_argument(
+        "--runs", type=int, default=None, help="parser repetitions (default 5, --quick 3)"
+    )
     ap.add_argument("--parsers", default=",".join(PARSERS), help="comma-separated subset")
-    ap.add_argument("--tools", default=",".join(E2E_TOOLS), help="end-to-end tools, comma-separated subset")
+    ap.add_argument(
+        "--tools", default=",".join(E2E_TOOLS), help="end-to-end tools, comma-separated subset"
+    )
     ap.add_argument("--site-urls", type=int, default=None, help="override the end-to-end site size")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--port", type=int, default=DEFAULT_PORT, help="first preferred loopback port")
-    ap.add_argument("--timeout", type=float, default=None,
-                    help="per end-to-end run timeout, s (default 900, --quick 300)")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="per end-to-end run timeout, s (default 900, --quick 300)",
+    )
     a = ap.parse_args(argv)
 
     runs = a.runs or (3 if a.quick else 5)
@@ -626,8 +859,10 @@ def main(argv: list[str] | None = None) -> int:
             # server first (its port is in the generated URLs), then generate
             srv = StaticServer(os.path.join(corpus_root, "files"), a.port)
             servers["files"] = srv
-            mf = generate(["--out", srv.root, "--base", srv.base, "--seed", str(a.seed), "--no-site"],
-                          os.path.join(srv.root, "manifest.json"))
+            mf = generate(
+                ["--out", srv.root, "--base", srv.base, "--seed", str(a.seed), "--no-site"],
+                os.path.join(srv.root, "manifest.json"),
+            )
         sizes = []
         if do_e2e:
             sizes = [e2e_urls]
@@ -637,37 +872,70 @@ def main(argv: list[str] | None = None) -> int:
             root = os.path.join(corpus_root, f"site-{n}")
             s = StaticServer(root, a.port + SITE_PORT_OFFSET.get(n, 4))
             servers[n] = s
-            manifests[n] = generate(["--out", root, "--site-out", root, "--base", s.base, "--seed", str(a.seed),
-                                     "--site-urls", str(n), "--no-files"], os.path.join(root, "manifest.json"))
+            manifests[n] = generate(
+                [
+                    "--out",
+                    root,
+                    "--site-out",
+                    root,
+                    "--base",
+                    s.base,
+                    "--seed",
+                    str(a.seed),
+                    "--site-urls",
+                    str(n),
+                    "--no-files",
+                ],
+                os.path.join(root, "manifest.json"),
+            )
         results["corpus_s"] = round(time.perf_counter() - t0, 2)
 
-        rows = [["nproc (affinity)", f"{info['nproc']} ({info['affinity']})"],
-                ["CPU", info.get("cpu", "?")], ["memory GiB", info.get("mem_total_gib", "?")],
-                ["python", f"{info['python']} ({PY})"], ["platform", info["platform"]],
-                ["git HEAD", info.get("git_head")],
-                ["load average at start (1/5/15 min)", " / ".join(map(str, info["load_start"]))],
-                ["psutil tree sampling", "yes (50 ms)" if psutil else "no (ru_maxrss only)"],
-                ["corpus ready in", f"{results['corpus_s']} s (cached per seed+base)"]]
+        rows = [
+            ["nproc (affinity)", f"{info['nproc']} ({info['affinity']})"],
+            ["CPU", info.get("cpu", "?")],
+            ["memory GiB", info.get("mem_total_gib", "?")],
+            ["python", f"{info['python']} ({PY})"],
+            ["platform", info["platform"]],
+            ["git HEAD", info.get("git_head")],
+            ["load average at start (1/5/15 min)", " / ".join(map(str, info["load_start"]))],
+            ["psutil tree sampling", "yes (50 ms)" if psutil else "no (ru_maxrss only)"],
+            ["corpus ready in", f"{results['corpus_s']} s (cached per seed+base)"],
+        ]
         rows += [[p, v or "not installed"] for p, v in info["packages"].items()]
         say("## Machine")
         say()
         table(["", ""], rows)
 
         if do_parsers:
-            parser_bench(servers["files"].root, mf, servers["files"].base, a.quick, runs,
-                         [p for p in a.parsers.split(",") if p], results)
+            parser_bench(
+                servers["files"].root,
+                mf,
+                servers["files"].base,
+                quick=a.quick,
+                runs=runs,
+                parsers=[p for p in a.parsers.split(",") if p],
+                results=results,
+            )
         if do_e2e:
-            e2e_bench(servers[e2e_urls], e2e_urls, manifests[e2e_urls],
-                      [t for t in a.tools.split(",") if t], timeout, results)
+            e2e_bench(
+                servers[e2e_urls],
+                e2e_urls,
+                manifests[e2e_urls],
+                tools=[t for t in a.tools.split(",") if t],
+                timeout=timeout,
+                results=results,
+            )
         if a.scaling:
-            scaling_bench(sizes, servers, manifests, timeout, results, stamp)
+            scaling_bench(sizes, servers, manifests, timeout=timeout, results=results, stamp=stamp)
     finally:
         for s in servers.values():
             s.stop()
         info["load_end"] = loadavg()
-        say(f"Load average at start: {' / '.join(map(str, info['load_start']))}; "
+        say(
+            f"Load average at start: {' / '.join(map(str, info['load_start']))}; "
             f"at end: {' / '.join(map(str, info['load_end']))} (nproc {info['nproc']}). "
-            "If another heavy job ran meanwhile, compare CPU times rather than wall times.")
+            "If another heavy job ran meanwhile, compare CPU times rather than wall times."
+        )
         md_path = os.path.join(OUT, f"results-{stamp}.md")
         with open(md_path, "w") as f:
             f.write("\n".join(MD) + "\n")

@@ -80,7 +80,7 @@ class Handler(BaseHTTPRequestHandler):
     def version_string(self) -> str:
         return self.server_version
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - quiet
+    def log_message(self, format: str, *args) -> None:
         pass
 
     def _send_simple(self, status: int, body: bytes, ctype: str, count_path: str | None) -> None:
@@ -112,7 +112,7 @@ class Handler(BaseHTTPRequestHandler):
         if os.path.isdir(fs_path):
             fs_path = os.path.join(fs_path, "index.html")
         try:
-            f = open(fs_path, "rb")
+            f = open(fs_path, "rb")  # noqa: SIM115 - closed by the with below
         except OSError:
             self._send_simple(404, b"not found\n", "text/plain", path)
             return
@@ -147,7 +147,9 @@ class Server(ThreadingHTTPServer):
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--root", required=True)
     p.add_argument("--port", type=int, default=0)
     a = p.parse_args(argv)

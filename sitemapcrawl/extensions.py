@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.spiders import Spider
     from scrapy.statscollectors import StatsCollector
+    from scrapy.utils.asyncio import AsyncioLoopingCall
+    from twisted.internet.task import LoopingCall
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +43,7 @@ class SitemapProgressExtension:
         assert crawler.stats is not None
         self.stats: StatsCollector = crawler.stats
         self.started = time.monotonic()
-        self.task = None
+        self.task: AsyncioLoopingCall | LoopingCall | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 

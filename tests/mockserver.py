@@ -54,6 +54,7 @@ Special endpoints (``PATH`` is a file under ROOT, placeholders already substitut
 from __future__ import annotations
 
 import argparse
+import contextlib
 import email.utils
 import gzip
 import hashlib
@@ -74,14 +75,16 @@ import traceback
 import urllib.parse
 import urllib.request
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from socketserver import TCPServer
-from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 from xml.sax.saxutils import escape as xml_escape
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+    from types import TracebackType
 
 brotli: Any
 zstandard: Any
@@ -408,7 +411,7 @@ class MockRequestHandler(BaseHTTPRequestHandler):
         self, status: int, headers: Headers, overrides: Iterable[tuple[str, str]] = ()
     ) -> None:
         final = _apply(
-            [("Server", self.version_string()), ("Date", http_date())] + headers, overrides
+            [("Server", self.version_string()), ("Date", http_date()), *headers], overrides
         )
         self.send_response_only(status)
         for name, value in final:
@@ -497,7 +500,7 @@ class MockRequestHandler(BaseHTTPRequestHandler):
         """Send a body of unknown length: chunked for HTTP/1.1, else close-delimited."""
         chunked = self.request_version == "HTTP/1.1"
         framing = ("Transfer-Encoding", "chunked") if chunked else ("Connection", "close")
-        self._send_head(status, headers + [framing])
+        self._send_head(status, [*headers, framing])
         if self._head:
             return
         for chunk in chunks:
@@ -615,7 +618,7 @@ class MockRequestHandler(BaseHTTPRequestHandler):
             raise HTTPError(400, "usage: /_/flaky/N/CODE/PATH")
         failures = self._number(rest[0])
         code = self._status_code(rest[1])
-        key = "/".join(["", "_", "flaky"] + rest) + (f"?{query}" if query else "")
+        key = "/".join(["", "_", "flaky", *rest]) + (f"?{query}" if query else "")
         if self.server.flaky_hit(key) <= failures:
             self._send_error(code, "flaky failure", self._retry_after(query))
         else:
@@ -895,7 +898,8 @@ class MockServer:
         self.alt_base = f"http://localhost:{self.port}"
 
     def _first_line(self) -> str:
-        assert self._proc is not None and self._proc.stdout is not None
+        assert self._proc is not None
+        assert self._proc.stdout is not None
         fd = self._proc.stdout.fileno()
         buf = b""
         deadline = time.monotonic() + self.startup_timeout
@@ -936,10 +940,8 @@ class MockServer:
         proc, self._proc = self._proc, None
         if proc is not None:
             if proc.stdin is not None:
-                try:
+                with contextlib.suppress(OSError):
                     proc.stdin.close()
-                except OSError:
-                    pass
             if proc.poll() is None:
                 proc.terminate()
                 try:

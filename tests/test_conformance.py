@@ -8,8 +8,7 @@ XXE canary, which must never leak.
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -17,6 +16,9 @@ from sitemapcrawl.sitemaps import SitemapReader, SitemapRef, UrlEntry
 from sitemapcrawl.sitemaps.robots import parse_robots
 from sitemapcrawl.sitemaps.scope import ScopePolicy
 from tests.conftest import CONFORMANCE
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 EXPECTED = json.loads((CONFORMANCE / "expected.json").read_text(encoding="utf-8"))
 FILES = EXPECTED["files"]
@@ -55,8 +57,11 @@ def test_sitemap(case: dict[str, Any], conformance: Path) -> None:
     if case["kind"] == "sitemapindex":
         assert all(type(e) is SitemapRef for e in entries)
         got = [
-            {"loc": e.loc, "lastmod_raw": e.lastmod and e.lastmod.raw,
-             "lastmod_utc": e.lastmod and e.lastmod.iso}
+            {
+                "loc": e.loc,
+                "lastmod_raw": e.lastmod and e.lastmod.raw,
+                "lastmod_utc": e.lastmod and e.lastmod.iso,
+            }
             for e in entries
         ]
         want = [{k: s[k] for k in ("loc", "lastmod_raw", "lastmod_utc")} for s in case["sitemaps"]]

@@ -35,14 +35,20 @@ def test_core_never_imports_scrapy_or_twisted() -> None:
 
 def test_robots_sitemaps_past_the_rules_cap_are_kept() -> None:
     filler = b"Disallow: /x\n" * (ROBOTS_MAX_RULES_SIZE // 13 + 10)
-    body = b"User-agent: *\nSitemap: /first.xml\n" + filler + b"Sitemap: https://cdn.example.net/last.xml\n"
+    body = (
+        b"User-agent: *\nSitemap: /first.xml\n"
+        + filler
+        + b"Sitemap: https://cdn.example.net/last.xml\n"
+    )
     result = parse_robots(body, "https://site.example/robots.txt")
     assert result.truncated
     assert result.sitemaps == ["https://site.example/first.xml", "https://cdn.example.net/last.xml"]
 
 
 def test_robots_html_and_hundreds_of_lines() -> None:
-    assert parse_robots(b"<html><body>Sitemap: /x.xml</body></html>", "https://s.example/robots.txt").html
+    assert parse_robots(
+        b"<html><body>Sitemap: /x.xml</body></html>", "https://s.example/robots.txt"
+    ).html
     many = "".join(f"Sitemap: /s{i}.xml\n" for i in range(500)).encode("utf-16")
     result = parse_robots(many, "https://s.example/robots.txt")
     assert len(result.sitemaps) == 500
@@ -50,7 +56,10 @@ def test_robots_html_and_hundreds_of_lines() -> None:
 
 
 def test_robots_inside_groups_and_crlf() -> None:
-    body = b"User-agent: bot\r\nSitemap: /in-group.xml\r\nDisallow: /\r\n\r\nuser-agent: *\r\nSITEMAP:/b.xml#frag\r\n"
+    body = (
+        b"User-agent: bot\r\nSitemap: /in-group.xml\r\nDisallow: /\r\n\r\n"
+        b"user-agent: *\r\nSITEMAP:/b.xml#frag\r\n"
+    )
     assert parse_robots(body, "https://s.example/robots.txt").sitemaps == [
         "https://s.example/in-group.xml",
         "https://s.example/b.xml",  # "#" starts a comment (RFC 9309)
@@ -64,10 +73,28 @@ def test_robots_inside_groups_and_crlf() -> None:
         ("host", "http://SITE.example:80/a", "https://site.example/s.xml", False, None),
         ("host", "https://blog.site.example/a", "https://site.example/s.xml", False, "other_host"),
         ("path", "https://site.example/news/a", "https://site.example/news/s.xml", False, None),
-        ("path", "https://site.example/a", "https://site.example/news/s.xml", False, "outside_sitemap_path"),
-        ("path", "http://site.example/news/a", "https://site.example/news/s.xml", False, "outside_sitemap_path"),
+        (
+            "path",
+            "https://site.example/a",
+            "https://site.example/news/s.xml",
+            False,
+            "outside_sitemap_path",
+        ),
+        (
+            "path",
+            "http://site.example/news/a",
+            "https://site.example/news/s.xml",
+            False,
+            "outside_sitemap_path",
+        ),
         ("robots", "https://site.example/a", "https://cdn.example.net/s.xml", True, None),
-        ("robots", "https://site.example/a", "https://cdn.example.net/s.xml", False, "outside_sitemap_path"),
+        (
+            "robots",
+            "https://site.example/a",
+            "https://cdn.example.net/s.xml",
+            False,
+            "outside_sitemap_path",
+        ),
         ("off", "https://anything.example.org/", "https://site.example/s.xml", False, None),
     ],
 )

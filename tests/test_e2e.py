@@ -26,17 +26,38 @@ def scrapy_crawl(*args: str, out: Path) -> tuple[str, dict[str, Any]]:
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     result = subprocess.run(
         [
-            sys.executable, "-m", "scrapy", "crawl", "sitemap", *args, "-O", str(out),
-            "-s", "REMOTE_CONTROL_ENABLED=False", "-s", "TELNETCONSOLE_ENABLED=False",
-            "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=INFO",
+            sys.executable,
+            "-m",
+            "scrapy",
+            "crawl",
+            "sitemap",
+            *args,
+            "-O",
+            str(out),
+            "-s",
+            "REMOTE_CONTROL_ENABLED=False",
+            "-s",
+            "TELNETCONSOLE_ENABLED=False",
+            "-s",
+            "AUTOTHROTTLE_ENABLED=False",
+            "-s",
+            "LOG_LEVEL=INFO",
             # One request at a time: a URL listed in two files keeps the entry read first,
             # and with one request in flight "first" does not depend on network timing.
-            "-s", "CONCURRENT_REQUESTS=1",
+            "-s",
+            "CONCURRENT_REQUESTS=1",
         ],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    stats = dict(re.findall(r"'([\w/.-]+)': (\d+|'\w+')", result.stderr.split("Dumping Scrapy stats:")[-1]))
+    stats = dict(
+        re.findall(r"'([\w/.-]+)': (\d+|'\w+')", result.stderr.split("Dumping Scrapy stats:")[-1])
+    )
     return result.stderr, stats
 
 
@@ -53,15 +74,34 @@ EXPECTED = {
 }
 
 FIELDS = [
-    "url", "lastmod", "lastmod_raw", "lastmod_precision", "lastmod_flags", "changefreq",
-    "priority", "sitemap", "sitemap_lastmod", "segment", "depth", "found_via", "news",
-    "images", "videos", "alternates", "mobile", "flags",
+    "url",
+    "lastmod",
+    "lastmod_raw",
+    "lastmod_precision",
+    "lastmod_flags",
+    "changefreq",
+    "priority",
+    "sitemap",
+    "sitemap_lastmod",
+    "segment",
+    "depth",
+    "found_via",
+    "news",
+    "images",
+    "videos",
+    "alternates",
+    "mobile",
+    "flags",
 ]
 
 
 def expected(server: MockServer) -> dict[str, tuple[str, str | None]]:
     def absolute(path: str) -> str:
-        return path.replace("{alt}", server.alt_base) if path.startswith("{alt}") else server.base + path
+        return (
+            path.replace("{alt}", server.alt_base)
+            if path.startswith("{alt}")
+            else server.base + path
+        )
 
     return {server.base + url: (absolute(sm), lm) for url, (sm, lm) in EXPECTED.items()}
 
@@ -75,8 +115,11 @@ def test_jsonl_feed(site: Callable[[str], MockServer], tmp_path: Path) -> None:
     assert all(list(r) == FIELDS for r in rows)
     gallery = next(r for r in rows if r["url"].endswith("/gallery"))
     assert gallery["images"][1] == {
-        "loc": f"{server.base}/img/2.jpg", "caption": "Two", "title": None,
-        "geo_location": None, "license": None,
+        "loc": f"{server.base}/img/2.jpg",
+        "caption": "Two",
+        "title": None,
+        "geo_location": None,
+        "license": None,
     }
     assert stats["finish_reason"] == "'finished'"
     assert stats["item_scraped_count"] == "9"
@@ -120,7 +163,9 @@ def test_csv_and_json_feeds(site: Callable[[str], MockServer], tmp_path: Path, f
 
 def test_bad_argument_is_one_clear_line(site: Callable[[str], MockServer], tmp_path: Path) -> None:
     server = site("basic")
-    stderr, stats = scrapy_crawl("-a", f"origin={server.base}", "-a", "max_sitemaps=abc", out=tmp_path / "x.jsonl")
+    stderr, stats = scrapy_crawl(
+        "-a", f"origin={server.base}", "-a", "max_sitemaps=abc", out=tmp_path / "x.jsonl"
+    )
     errors = [line for line in stderr.splitlines() if " ERROR: " in line]
     assert errors == [errors[0]]
     assert errors[0].endswith("Not crawling: argument max_sitemaps='abc' is not a whole number")

@@ -61,7 +61,7 @@ def codes(reader: SitemapReader) -> list[str]:
         (b"# comment\nhttps://a.example/1", "text"),
         (b"", "empty"),
         (b" \r\n\t", "empty"),
-        (b"{\"json\": true}", "unknown"),
+        (b'{"json": true}', "unknown"),
         (b"<foo><url><loc>x</loc></url></foo>", "xml"),
     ],
 )
@@ -158,7 +158,9 @@ def test_quadratic_blowup_is_not_expanded() -> None:
     big = "A" * 100_000
     doc = (
         f'<?xml version="1.0"?><!DOCTYPE u [<!ENTITY a "{big}">]><urlset>'
-        + "<url><loc>https://site.example/x" + "&a;" * 10_000 + "</loc></url>"
+        + "<url><loc>https://site.example/x"
+        + "&a;" * 10_000
+        + "</loc></url>"
         + "<url><loc>https://site.example/ok</loc></url></urlset>"
     ).encode()
     locs, reader = parse(doc)
@@ -173,7 +175,7 @@ def test_external_entity_and_dtd_are_never_fetched(tmp_path: Any) -> None:
     dtd.write_text('<!ENTITY leak SYSTEM "' + secret.as_uri() + '">')
     doc = (
         f'<?xml version="1.0"?><!DOCTYPE urlset SYSTEM "{dtd.as_uri()}">'
-        f'<urlset><url><loc>&leak;</loc></url><url><loc>https://site.example/ok</loc></url></urlset>'
+        f"<urlset><url><loc>&leak;</loc></url><url><loc>https://site.example/ok</loc></url></urlset>"
     ).encode()
     locs, reader = parse(doc)
     assert locs == ["https://site.example/ok"]
@@ -191,7 +193,7 @@ def test_deep_nesting_is_an_error_after_the_entries_before_it() -> None:
 
 def test_huge_text_node_is_refused() -> None:
     doc = urlset("https://site.example/a", "https://site.example/" + "x" * 12_000_000)
-    locs, reader = parse(doc)
+    locs, _reader = parse(doc)
     assert locs[0] == "https://site.example/a"
     assert "https://site.example/" + "x" * 12_000_000 not in locs
 
@@ -324,7 +326,11 @@ def test_priority_and_changefreq() -> None:
     )
     reader = SitemapReader(doc, BASE)
     entries = [e for e in reader if isinstance(e, UrlEntry)]
-    assert [(e.priority, e.changefreq) for e in entries] == [(None, "daily"), (None, None), (0.3, None)]
+    assert [(e.priority, e.changefreq) for e in entries] == [
+        (None, "daily"),
+        (None, None),
+        (0.3, None),
+    ]
     assert reader.counts["priority_invalid"] == 2
 
 
@@ -334,7 +340,12 @@ def test_priority_and_changefreq() -> None:
 def test_text_sitemap() -> None:
     body = b"\xef\xbb\xbf# list\r\nhttps://site.example/a\r\n\r\n  https://site.example/b  \nnot a url\nhttps://site.example/c"
     locs, reader = parse(body, "https://site.example/sitemap.txt")
-    assert locs == ["https://site.example/a", "https://site.example/b", "https://site.example/not%20a%20url", "https://site.example/c"]
+    assert locs == [
+        "https://site.example/a",
+        "https://site.example/b",
+        "https://site.example/not%20a%20url",
+        "https://site.example/c",
+    ]
     assert reader.kind == "text"
 
 
@@ -348,11 +359,14 @@ def test_text_sitemap_across_chunks_and_utf16() -> None:
 def test_rss_and_atom() -> None:
     rss = b"""<?xml version="1.0"?><rss version="2.0"><channel><title>T</title>
     <link>https://site.example/</link>
-    <item><title>a</title><link>https://site.example/a</link><pubDate>Tue, 10 Jun 2003 04:00:00 GMT</pubDate></item>
+    <item><title>a</title><link>https://site.example/a</link>
+      <pubDate>Tue, 10 Jun 2003 04:00:00 GMT</pubDate></item>
     <item><guid isPermaLink="true">https://site.example/b</guid></item>
     <item><guid isPermaLink="false">tag:1</guid></item>
     </channel></rss>"""
-    entries = [e for e in SitemapReader(rss, "https://site.example/feed") if isinstance(e, UrlEntry)]
+    entries = [
+        e for e in SitemapReader(rss, "https://site.example/feed") if isinstance(e, UrlEntry)
+    ]
     assert [(e.loc, e.lastmod.iso if e.lastmod else None) for e in entries] == [
         ("https://site.example/a", "2003-06-10T04:00:00Z"),
         ("https://site.example/b", None),
@@ -360,7 +374,9 @@ def test_rss_and_atom() -> None:
     atom = b"""<feed xmlns="http://www.w3.org/2005/Atom"><link href="https://site.example/"/>
     <entry><link rel="edit" href="https://site.example/edit"/><link href="/rel"/>
     <updated>2024-01-02T03:04:05+01:00</updated></entry></feed>"""
-    entries = [e for e in SitemapReader(atom, "https://site.example/atom") if isinstance(e, UrlEntry)]
+    entries = [
+        e for e in SitemapReader(atom, "https://site.example/atom") if isinstance(e, UrlEntry)
+    ]
     assert [(e.loc, e.lastmod.iso if e.lastmod else None) for e in entries] == [
         ("https://site.example/rel", "2024-01-02T02:04:05Z")
     ]
@@ -368,7 +384,9 @@ def test_rss_and_atom() -> None:
 
 # -- properties ---------------------------------------------------------------------------
 
-_segment = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=12)
+_segment = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=12
+)
 _lastmod = st.datetimes(
     min_value=__import__("datetime").datetime(1990, 1, 1),
     max_value=__import__("datetime").datetime(2090, 1, 1),
@@ -408,7 +426,11 @@ def test_parse_of_serialised_entries_round_trips(
             xml += f"<priority>{priority}</priority>"
         parts.append(xml + "</url>")
         expected.append((loc, lastmod, changefreq, priority))
-    doc = ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">' + "".join(parts) + "</urlset>").encode()
+    doc = (
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(parts)
+        + "</urlset>"
+    ).encode()
     if gz:
         doc = gzip.compress(doc)
     reader = SitemapReader(doc, BASE, limits=Limits(chunk_size=chunk))
@@ -432,7 +454,10 @@ def test_arbitrary_bytes_never_raise(data: bytes, chunk: int) -> None:
 
 
 def test_lastmod_parse_used_by_reader() -> None:
-    doc = b"<urlset><url><loc>https://site.example/a</loc><lastmod>2024-05-01 10:00</lastmod></url></urlset>"
+    doc = (
+        b"<urlset><url><loc>https://site.example/a</loc>"
+        b"<lastmod>2024-05-01 10:00</lastmod></url></urlset>"
+    )
     (entry,) = list(SitemapReader(doc, BASE))
     assert isinstance(entry, UrlEntry)
     assert entry.lastmod == parse_lastmod("2024-05-01 10:00")

@@ -124,10 +124,20 @@ async def test_basic_site(site: Callable[[str], MockServer]) -> None:
                 lastmod_raw="2018-12-31T23:59:59Z",
                 lastmod_precision="second",
                 images=[
-                    {"loc": f"{b}/img/1.jpg", "caption": None, "title": None,
-                     "geo_location": None, "license": None},
-                    {"loc": f"{b}/img/2.jpg", "caption": "Two", "title": None,
-                     "geo_location": None, "license": None},
+                    {
+                        "loc": f"{b}/img/1.jpg",
+                        "caption": None,
+                        "title": None,
+                        "geo_location": None,
+                        "license": None,
+                    },
+                    {
+                        "loc": f"{b}/img/2.jpg",
+                        "caption": "Two",
+                        "title": None,
+                        "geo_location": None,
+                        "license": None,
+                    },
                 ],
                 alternates=[
                     {"rel": "alternate", "hreflang": "de", "href": f"{b}/de/archive/2018/gallery"}
@@ -178,9 +188,7 @@ async def test_basic_site(site: Callable[[str], MockServer]) -> None:
             "/cdn/extra.xml",
         ]
     )
-    same_host_children = [
-        r for r in requests if r.startswith(("/sitemaps/", "/_/gzip/"))
-    ]
+    same_host_children = [r for r in requests if r.startswith(("/sitemaps/", "/_/gzip/"))]
     assert same_host_children == [
         "/sitemaps/news.xml",
         "/_/gzip/sitemaps/posts.xml",
@@ -205,7 +213,12 @@ async def test_fallback_guessing_when_robots_is_missing(site: Callable[[str], Mo
                 segment="/shop/",
                 found_via="guessed",
             ),
-            item(f"{b}/shop/item-2", sitemap=f"{b}/sitemap.xml", segment="/shop/", found_via="guessed"),
+            item(
+                f"{b}/shop/item-2",
+                sitemap=f"{b}/sitemap.xml",
+                segment="/shop/",
+                found_via="guessed",
+            ),
             item(f"{b}/contact", sitemap=f"{b}/sitemap.txt", segment="/", found_via="guessed"),
         ]
     )
@@ -299,7 +312,10 @@ async def test_max_sitemaps_keeps_the_newest(site: Callable[[str], MockServer]) 
 async def test_bad_argument_stops_before_any_request(site: Callable[[str], MockServer]) -> None:
     server = site("basic")
     for arguments, message in [
-        ({"origin": server.base, "max_sitemaps": "abc"}, "max_sitemaps='abc' is not a whole number"),
+        (
+            {"origin": server.base, "max_sitemaps": "abc"},
+            "max_sitemaps='abc' is not a whole number",
+        ),
         ({"origin": "not a url"}, "origin='not a url' is not an http(s) URL"),
         ({}, "argument origin is missing"),
         ({"origin": server.base, "scope": "galaxy"}, "scope='galaxy' is not one of"),

@@ -100,11 +100,20 @@ async def test_protocol_limit_kept_and_flagged(mockserver: MockServer) -> None:
     url = f"{mockserver.base}/_/gen/urlset?n=50003&prefix=/p/"
     items, crawler = await crawl(sitemap_urls=url)
     assert len(items) == 50003
-    assert [i["url"] for i in items[-4:]] == [f"{mockserver.base}/p/{n}" for n in range(49999, 50003)]
-    assert [i["flags"] for i in items[-4:]] == [[], ["beyond_protocol_limit"], ["beyond_protocol_limit"], ["beyond_protocol_limit"]]
+    assert [i["url"] for i in items[-4:]] == [
+        f"{mockserver.base}/p/{n}" for n in range(49999, 50003)
+    ]
+    assert [i["flags"] for i in items[-4:]] == [
+        [],
+        ["beyond_protocol_limit"],
+        ["beyond_protocol_limit"],
+        ["beyond_protocol_limit"],
+    ]
     stats = our_stats(crawler)
     assert stats["sitemapcrawl/faults/too_many_urls_count"] == 1
     assert stats["sitemapcrawl/entries/over_url_limit_count"] == 3
 
-    items, crawler = await crawl(settings={"SITEMAPCRAWL_KEEP_EXCESS_URLS": False}, sitemap_urls=url)
+    items, crawler = await crawl(
+        settings={"SITEMAPCRAWL_KEEP_EXCESS_URLS": False}, sitemap_urls=url
+    )
     assert len(items) == 50000

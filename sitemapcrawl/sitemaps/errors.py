@@ -43,7 +43,8 @@ class DecompressionError(SitemapError):
 
 
 class SitemapSyntaxError(SitemapError):
-    """The XML is malformed; entries before the fault (and after it, where lxml recovered) are kept."""
+    """The XML is malformed; entries before the fault (and after it, where lxml recovered)
+    are kept."""
 
     code = "xml_syntax_error"
 

@@ -7,6 +7,7 @@ so a wrong or missing extension namespace still parses.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from .dates import parse_lastmod
@@ -64,7 +65,7 @@ def _float(text: str | None) -> float | None:
         value = float(text)
     except ValueError:
         return None
-    return value if value == value and abs(value) != float("inf") else None
+    return value if math.isfinite(value) else None
 
 
 def _bool(text: str | None) -> bool | None:
@@ -90,7 +91,7 @@ def image(el: _Element) -> dict[str, Any]:
     out: dict[str, Any] = dict.fromkeys(("loc", "caption", "title", "geo_location", "license"))
     for child in el:
         name = local_name(child.tag)
-        if name == "loc" or name == "license":
+        if name in {"loc", "license"}:
             out[name] = text_of(child)
         elif name in ("caption", "title", "geo_location"):
             out[name] = _prose(child)
@@ -98,7 +99,9 @@ def image(el: _Element) -> dict[str, Any]:
 
 
 def alternate(el: _Element) -> dict[str, Any] | None:
-    """``<xhtml:link rel=alternate hreflang=.. href=..>`` → rel, hreflang, href (None without href)."""
+    """``<xhtml:link rel=alternate hreflang=.. href=..>`` → rel, hreflang, href.
+
+    None when there is no href."""
     href = el.get("href")
     if href is None or not href.strip():
         return None
@@ -106,7 +109,8 @@ def alternate(el: _Element) -> dict[str, Any] | None:
 
 
 def news(el: _Element) -> dict[str, Any]:
-    """``<news:news>`` → publication name/language, date, title, keywords, genres, tickers, access."""
+    """``<news:news>`` → publication name and language, date, title, keywords, genres,
+    stock tickers, access."""
     out: dict[str, Any] = {
         "publication_name": None,
         "publication_language": None,
@@ -183,7 +187,7 @@ def video(el: _Element) -> dict[str, Any]:
         elif name == "player_loc":
             out["player_loc"] = text_of(child)
             out["player_loc_attrs"] = dict(child.attrib)
-        elif name == "duration" or name == "view_count":
+        elif name in {"duration", "view_count"}:
             out[name] = _int(text_of(child))
         elif name == "rating":
             out["rating"] = _float(text_of(child))

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .dates import LastMod
+from .dates import LastMod
 
 __all__ = ["Limits", "SitemapRef", "UrlEntry"]
 

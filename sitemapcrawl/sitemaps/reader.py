@@ -79,6 +79,8 @@ def _head_complete(head: bytes) -> bool:
     if stripped[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) or stripped[:1] != b"<":
         return b"\n" in stripped or len(stripped) >= _SNIFF_BYTES
     return _prolog(stripped.decode("latin-1")) is not None
+
+
 _HTTP = ("http://", "https://")
 
 
@@ -219,7 +221,7 @@ class SitemapReader:
         if self.kind == "xml":
             # An XML root we do not know: read it like a urlset, by local names (lenient).
             self.root = _root_name(_decode_head(head[:_SNIFF_BYTES])[0])
-        if self.kind in SITEMAP_KINDS[:2] + ("rss", "atom", "xml"):
+        if self.kind in (*SITEMAP_KINDS[:2], "rss", "atom", "xml"):
             head = self._strip_doctype(head)
         self._head = head
         self._kind_fault()
@@ -419,7 +421,7 @@ class SitemapReader:
 
     def _sitemap_element(self, el: _Element) -> UrlEntry | SitemapRef | None:
         tag = el.tag
-        is_index = tag[tag.rfind("}") + 1 :] == "sitemap"  # type: ignore[union-attr]
+        is_index = tag[tag.rfind("}") + 1 :] == "sitemap"
         loc_raw = lastmod_raw = changefreq = priority_raw = None
         entry_lists: dict[str, list[dict[str, object]]] | None = None
         mobile = False
@@ -455,7 +457,13 @@ class SitemapReader:
                 mobile = True
             else:
                 if entry_lists is None:
-                    entry_lists = {"news": [], "images": [], "videos": [], "alternates": [], "pagemap": []}
+                    entry_lists = {
+                        "news": [],
+                        "images": [],
+                        "videos": [],
+                        "alternates": [],
+                        "pagemap": [],
+                    }
                 if name == "link":
                     alt = ext.alternate(child)
                     if alt is not None:
@@ -543,7 +551,9 @@ class SitemapReader:
         loc, relative = self._loc(href)
         if loc is None:
             return None
-        return UrlEntry(loc, self._lastmod(updated or published), relative=relative, position=self.urls)
+        return UrlEntry(
+            loc, self._lastmod(updated or published), relative=relative, position=self.urls
+        )
 
 
 _BARE_AMP = re.compile(rb"&(?!(?:[A-Za-z_][\w.\-]{0,40}|#[0-9]{1,8}|#[xX][0-9A-Fa-f]{1,8});)")
@@ -565,8 +575,9 @@ class _XmlSource:
         self._cdata = False
         self.eof = False
 
-    def read(self, size: int = -1) -> bytes:  # noqa: ARG002 - lxml asks for a size; chunks are bounded
-        for chunk in self._chunks:
+    def read(self, size: int = -1) -> bytes:
+        for raw in self._chunks:
+            chunk = raw
             if self._first:
                 self._first = False
                 chunk = _strip_leading(chunk)

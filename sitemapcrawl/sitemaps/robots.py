@@ -65,8 +65,8 @@ def parse_robots(body: bytes, url: str) -> RobotsSitemaps:
         lines = [line for line in text.splitlines() if "site" in line.lower()]
         text = "\n".join(lines)
     seen: set[str] = set()
-    for value in Protego.parse(text).sitemaps:
-        value = value.strip()
+    for declared in Protego.parse(text).sitemaps:
+        value = declared.strip()
         if not value:
             continue
         absolute = urljoin(url, value)

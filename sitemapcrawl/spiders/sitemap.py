@@ -25,8 +25,9 @@ from sitemapcrawl.sitemaps.robots import parse_robots
 from sitemapcrawl.sitemaps.scope import SCOPE_MODES, ScopePolicy, private_address
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable, Iterator
-    from typing import Self
+    import datetime as dt
+    import re
+    from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -92,6 +93,12 @@ def _file_segment(url: str, site: str) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
+def _child_time(child: SitemapRef) -> dt.datetime:
+    assert child.lastmod is not None
+    assert child.lastmod.value is not None
+    return child.lastmod.value
+
+
 class SitemapCrawlSpider(SitemapSpider):
     """Discover every URL of a site from robots.txt and its sitemaps.
 
@@ -103,7 +110,7 @@ class SitemapCrawlSpider(SitemapSpider):
 
     name = "sitemap"
     #: Discovery only: no page requests unless a subclass sets rules.
-    sitemap_rules: ClassVar[Any] = ()
+    sitemap_rules: Sequence[tuple[re.Pattern[str] | str, str | Callable[..., Any]]] = ()
     _ARGUMENTS: ClassVar[tuple[str, ...]] = (
         "origin",
         "sitemap_urls",
@@ -119,10 +126,13 @@ class SitemapCrawlSpider(SitemapSpider):
         if "sitemap_urls" in self._raw_args:
             given = self._raw_args["sitemap_urls"]
             kwargs["sitemap_urls"] = (
-                [u for u in given.split(",") if u.strip()] if isinstance(given, str) else list(given)
+                [u for u in given.split(",") if u.strip()]
+                if isinstance(given, str)
+                else list(given)
             )
         super().__init__(*args, **kwargs)
         self.argument_error: str | None = None
+        self._configured = False
         self._visited: set[str] = set()
         self._seen_urls: set[int] = set()
         self._urls_emitted = 0
@@ -136,14 +146,14 @@ class SitemapCrawlSpider(SitemapSpider):
     def _configure(self, crawler: Crawler) -> None:
         """Read arguments and settings (add-on defaults exist only once the crawl starts)."""
         settings = crawler.settings
+        self._configured = True
         raw = self._raw_args
         try:
             self.origin = _http_url("origin", raw["origin"]) if raw.get("origin") else None
-            self.sitemap_urls = [
-                _http_url("sitemap_urls", u) for u in (self.sitemap_urls or ())
-            ]
+            self.sitemap_urls = [_http_url("sitemap_urls", u) for u in (self.sitemap_urls or ())]
             self.max_sitemaps = _positive_int(
-                "max_sitemaps", raw.get("max_sitemaps", settings.getint("SITEMAPCRAWL_MAX_SITEMAPS"))
+                "max_sitemaps",
+                raw.get("max_sitemaps", settings.getint("SITEMAPCRAWL_MAX_SITEMAPS")),
             )
             self.max_urls = _positive_int(
                 "max_urls", raw.get("max_urls", settings.getint("SITEMAPCRAWL_MAX_URLS"))
@@ -239,13 +249,15 @@ class SitemapCrawlSpider(SitemapSpider):
             if robots.truncated:
                 self.stats.inc_value(_P + "robots/truncated_count")
                 self._log_once(
-                    "robots_large", response.url,
+                    "robots_large",
+                    response.url,
                     "robots.txt is over 500 KiB; every Sitemap line was still read",
                 )
             declared = robots.sitemaps
         elif response.status >= 500:
             self._log_once(
-                "robots_status", response.url,
+                "robots_status",
+                response.url,
                 f"robots.txt answered {response.status} after retries; guessing sitemap locations",
             )
         self.stats.inc_value(_P + "robots/sitemaps_count", len(declared))
@@ -288,17 +300,25 @@ class SitemapCrawlSpider(SitemapSpider):
         if key in self._visited:
             if key in task.chain:
                 self.stats.inc_value(_P + "sitemaps/loop_count")
-                self._log_once("loop", task.url, "sitemap index loop cut (the file lists an ancestor)")
+                self._log_once(
+                    "loop", task.url, "sitemap index loop cut (the file lists an ancestor)"
+                )
             else:
                 self.stats.inc_value(_P + "sitemaps/duplicate_count")
             return None
         if private_address(task.url, self.origin or task.site):
             self.stats.inc_value(_P + "sitemaps/private_address_count")
-            self._log_once("private", task.url, "sitemap on a private or loopback address; not requested")
+            self._log_once(
+                "private", task.url, "sitemap on a private or loopback address; not requested"
+            )
             return None
         if not task.probe and self.max_sitemaps and self._sitemaps_scheduled >= self.max_sitemaps:
             self.stats.inc_value(_P + "limits/max_sitemaps_count")
-            self._log_once("max_sitemaps", "", f"max_sitemaps={self.max_sitemaps} reached; later sitemaps skipped")
+            self._log_once(
+                "max_sitemaps",
+                "",
+                f"max_sitemaps={self.max_sitemaps} reached; later sitemaps skipped",
+            )
             return None
         self._visited.add(key)
         if not task.probe:
@@ -306,7 +326,7 @@ class SitemapCrawlSpider(SitemapSpider):
         self.stats.inc_value(_P + "sitemaps/requested_count")
         return Request(
             task.url,
-            callback=self._parse_sitemap,
+            callback=self._read_sitemap,
             errback=self._sitemap_failed,
             cb_kwargs={"task": task},
             meta={
@@ -345,15 +365,28 @@ class SitemapCrawlSpider(SitemapSpider):
 
     # -- sitemap responses ---------------------------------------------------------------
 
-    def _parse_sitemap(self, response: Response, task: SitemapTask) -> Iterator[Any]:
+    def _parse_sitemap(self, response: Response) -> Iterable[Any]:
+        """The stock spider's callback, for subclasses that request sitemaps themselves:
+        robots.txt or a sitemap given by URL, read by sitemapcrawl."""
+        if not self._configured:
+            self._configure(self.crawler)
+        site = self.origin or urljoin(response.url, "/")
+        if urlsplit(response.url).path.endswith("/robots.txt"):
+            return self._parse_robots(response, site)
+        self.stats.inc_value(_P + "sitemaps/requested_count")
+        return self._read_sitemap(response, SitemapTask(response.url, "given", site))
+
+    def _read_sitemap(self, response: Response, task: SitemapTask) -> Iterator[Any]:
         self.stats.inc_value(_P + "sitemaps/done_count")
         if self._closing:  # max_urls reached while this file was in flight
             return
         if response.url != task.url:
             key = canonicalize_url(response.url)
-            if key in task.chain or key in self._visited and key != canonicalize_url(task.url):
+            if key in task.chain or (key in self._visited and key != canonicalize_url(task.url)):
                 self.stats.inc_value(_P + "sitemaps/loop_count")
-                self._log_once("loop", task.url, f"redirects to {response.url}, already read; loop cut")
+                self._log_once(
+                    "loop", task.url, f"redirects to {response.url}, already read; loop cut"
+                )
                 return
             self._visited.add(key)
         if response.status >= 400:
@@ -495,12 +528,16 @@ class SitemapCrawlSpider(SitemapSpider):
     ) -> Iterator[Request]:
         if task.depth + 1 > self.max_depth > 0:
             self.stats.inc_value(_P + "limits/max_depth_count", len(children))
-            self._log_once("max_depth", sitemap_url, f"index deeper than max_depth={self.max_depth}; children skipped")
+            self._log_once(
+                "max_depth",
+                sitemap_url,
+                f"index deeper than max_depth={self.max_depth}; children skipped",
+            )
             return
         # Newest first by the index's <lastmod>; undated children last, in document order.
         dated = [c for c in children if c.lastmod is not None and c.lastmod.value is not None]
         undated = [c for c in children if c.lastmod is None or c.lastmod.value is None]
-        dated.sort(key=lambda c: c.lastmod.value, reverse=True)  # type: ignore[union-attr,return-value]
+        dated.sort(key=_child_time, reverse=True)
         chain = (*task.chain, canonicalize_url(sitemap_url))
         for rank, child in enumerate(dated + undated):
             if not any(regex.search(child.loc) for regex in self._follow):
