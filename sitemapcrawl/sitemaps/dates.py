@@ -193,8 +193,10 @@ def parse_lastmod(text: str | None, *, now: dt.datetime | None = None) -> LastMo
     Returns ``None`` for ``None`` or blank input and never raises for any
     string; unparseable text gives a :class:`LastMod` flagged ``invalid``.
     Falls back to the RFC 2822 parser of :func:`parse_feed_date`. ``now``
-    (default: the current time; naive means UTC) is only used for the
-    ``future`` flag.
+    (naive means UTC) is only used for the ``future`` flag; by default it is
+    the current time, sampled at most once per second. Results for repeated
+    texts come from a bounded LRU cache (the ``future`` flag is computed per
+    call).
 
     >>> parse_lastmod("2024-05-01T10:00:00+02:00").iso
     '2024-05-01T08:00:00Z'
@@ -245,7 +247,8 @@ def parse_feed_date(text: str | None, *, now: dt.datetime | None = None) -> Last
     Named zones (``GMT``, ``UT``, ``Z``, ``EST``, ``PDT``, ``CET``...),
     numeric offsets, a missing weekday and 2-digit years (``00``-``49`` ->
     20xx, ``50``-``99`` -> 19xx) are understood; an unknown or missing zone
-    means UTC with the ``assumed_utc`` flag. The precision is ``"second"``, or
+    means UTC with the ``assumed_utc`` flag. The weekday is not checked
+    against the date. The precision is ``"second"``, or
     ``"minute"`` without seconds (``"day"`` without any time). ISO / W3C forms
     are handled as by :func:`parse_lastmod`. Never raises for any string.
 
