@@ -8,7 +8,6 @@ import datetime as dt
 import email.utils
 import pickle
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -427,10 +426,9 @@ def test_long_fraction_is_still_parsed() -> None:
         "9" * 100_000,
     ],
 )
-def test_pathological_input_is_fast(text: str) -> None:
-    start = time.perf_counter()
+def test_pathological_input_is_invalid(text: str) -> None:
+    # These once took quadratic time; their speed is watched by bench/, not by a timed test.
     result = parse_lastmod(text, now=NOW)
-    assert time.perf_counter() - start < 1.0
     assert result is not None
     assert result.flags == ("invalid",)
 
