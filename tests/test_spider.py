@@ -362,3 +362,21 @@ async def test_user_subclass_rules_follow_and_filter(site: Callable[[str], MockS
     assert f"{b}/blog/third-post" not in urls
     assert f"{b}/extra/from-cdn" not in urls  # cdn/extra.xml is not followed
     assert our_stats(crawler)["sitemapcrawl/sitemaps/not_followed_count"] == 2  # itself, the CDN
+
+
+class OffsiteSpider(SitemapCrawlSpider):
+    """A subclass that restricts pages to the site: its CDN sitemap must still be read."""
+
+    name = "offsite"
+    allowed_domains = ["127.0.0.1"]
+
+
+@deferred_f_from_coro_f
+async def test_cdn_sitemaps_are_not_dropped_by_offsite_filtering(
+    site: Callable[[str], MockServer],
+) -> None:
+    server = site("basic")
+    items, crawler = await crawl(OffsiteSpider, settings=SERIAL, origin=server.base)
+    assert f"{server.base}/extra/from-cdn" in [i["url"] for i in items]
+    assert "/cdn/extra.xml" in server.requests()
+    assert crawler.stats.get_value("offsite/filtered") is None  # type: ignore[union-attr]

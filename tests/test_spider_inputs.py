@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import urllib.request
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.defer import deferred_f_from_coro_f
 
@@ -117,3 +117,63 @@ async def test_protocol_limit_kept_and_flagged(mockserver: MockServer) -> None:
         settings={"SITEMAPCRAWL_KEEP_EXCESS_URLS": False}, sitemap_urls=url
     )
     assert len(items) == 50000
+
+
+@deferred_f_from_coro_f
+async def test_network_failures_are_counted_and_the_crawl_goes_on(mockserver: MockServer) -> None:
+    b = mockserver.base
+    given = [
+        f"{b}/_/hang",  # never answers: DOWNLOAD_TIMEOUT
+        f"{b}/_/loop/0",  # a redirect loop: Scrapy's REDIRECT_MAX_TIMES
+        f"{b}/sites/guess/sitemap.xml",
+        "http://127.0.0.1:9/refused.xml",  # nothing listens on the discard port
+    ]
+    items, crawler = await crawl(
+        settings={"DOWNLOAD_TIMEOUT": 1, "RETRY_TIMES": 0, "REDIRECT_MAX_TIMES": 3},
+        sitemap_urls=",".join(given),
+    )
+    assert sorted(i["url"] for i in items) == [f"{b}/shop/item-1", f"{b}/shop/item-2"]
+    stats = our_stats(crawler)
+    assert stats["sitemapcrawl/sitemaps/failed_count"] == 3
+    assert stats["sitemapcrawl/sitemaps/failed_count/DownloadTimeoutError"] == 1
+    assert stats["sitemapcrawl/sitemaps/failed_count/IgnoreRequest"] == 1
+    assert stats["sitemapcrawl/sitemaps/failed_count/DownloadConnectionRefusedError"] == 1
+    assert crawler.stats.get_value("finish_reason") == "finished"  # type: ignore[union-attr]
+
+
+@deferred_f_from_coro_f
+async def test_robots_5xx_is_retried_then_guessing_takes_over(mockserver: MockServer) -> None:
+    b = mockserver.base
+    # /_/flaky/1/503/...: 503 once, then the basic site's robots.txt.
+    items, crawler = await crawl(
+        settings={"RETRY_TIMES": 1}, sitemap_urls=f"{b}/_/flaky/1/503/sites/basic/robots.txt"
+    )
+    stats = our_stats(crawler)
+    assert stats["sitemapcrawl/robots/status_count/200"] == 1
+    assert stats["sitemapcrawl/robots/sitemaps_count"] == 2
+    assert "sitemapcrawl/guess/requested_count" not in stats
+
+    items, crawler = await crawl(
+        settings={"RETRY_TIMES": 1}, sitemap_urls=f"{b}/_/status/503/sites/basic/robots.txt"
+    )
+    assert items == []
+    stats = our_stats(crawler)
+    assert stats["sitemapcrawl/robots/status_count/503"] == 1
+    assert stats["sitemapcrawl/guess/requested_count"] == 9
+    assert stats["sitemapcrawl/guess/miss_count"] == 9
+    assert mockserver.requests().count("/_/status/503/sites/basic/robots.txt") == 2
+
+
+@deferred_f_from_coro_f
+async def test_progress_is_logged_while_crawling(mockserver: MockServer, caplog: Any) -> None:
+    caplog.set_level("INFO", logger="sitemapcrawl.extensions")
+    items, _ = await crawl(
+        settings={"SITEMAPCRAWL_PROGRESS_INTERVAL": 0.1},
+        sitemap_urls=f"{mockserver.base}/_/slow/1/sites/guess/sitemap.xml",
+    )
+    assert len(items) == 2
+    progress = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Progress:")]
+    assert progress
+    assert progress[0].startswith("Progress: 0 sitemaps done, 1 queued, 0 failed; 0 URLs found")
+    summary = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Sitemap crawl")]
+    assert summary == ["Sitemap crawl finished (finished): 1 sitemaps read, 0 failed, 2 URLs found"]
