@@ -62,9 +62,17 @@ class SitemapCrawlAddon:
     def update_settings(self, settings: BaseSettings) -> None:
         for name, value in DEFAULTS.items():
             settings.set(name, value, "addon")
+        settings.set("LOG_FORMATTER", "sitemapcrawl.logformatter.SitemapLogFormatter", "addon")
+        exporters = "sitemapcrawl.exporters."
         settings.set(
             "FEED_EXPORTERS",
-            {"csv": "sitemapcrawl.exporters.SitemapCsvItemExporter"},
+            {
+                "csv": exporters + "SitemapCsvItemExporter",
+                "json": exporters + "SitemapJsonItemExporter",
+                "jsonlines": exporters + "SitemapJsonLinesItemExporter",
+                "jsonl": exporters + "SitemapJsonLinesItemExporter",
+                "jl": exporters + "SitemapJsonLinesItemExporter",
+            },
             "addon",
         )
         settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapProgressExtension, 500)
