@@ -15,6 +15,7 @@ from scrapy.utils.test import get_crawler
 from sitemapcrawl.extensions import SitemapProgressExtension
 from sitemapcrawl.sitemaps.robots import ROBOTS_MAX_RULES_SIZE, parse_robots
 from sitemapcrawl.sitemaps.scope import ScopePolicy, private_address
+from sitemapcrawl.spiders.sitemap import SitemapCrawlSpider
 from tests.utils.crawl import project_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,3 +138,54 @@ def test_addon_defaults_are_overridable() -> None:
     assert crawler.settings["SITEMAPCRAWL_SCOPE"] == "path"
     assert crawler.settings.getint("SITEMAPCRAWL_MAX_SIZE") == 52_428_800
     assert crawler.settings.getdict("FEED_EXPORTERS")["csv"].endswith("SitemapCsvItemExporter")
+
+
+def test_fast_exporters_write_what_scrapys_exporters_write() -> None:
+    from io import BytesIO
+
+    from scrapy.exporters import JsonItemExporter, JsonLinesItemExporter
+
+    from sitemapcrawl.exporters import SitemapJsonItemExporter, SitemapJsonLinesItemExporter
+    from sitemapcrawl.items import SitemapUrlItem
+
+    items = [
+        SitemapUrlItem(
+            "https://s.example/a",
+            lastmod="2024-01-01T00:00:00Z",
+            lastmod_flags=["date_only"],
+            images=[{"loc": "https://s.example/i.jpg", "caption": None}],
+            mobile=True,
+        ),
+        {"url": "https://s.example/other-item-type"},
+    ]
+    for ours, scrapys, kwargs in [
+        (SitemapJsonLinesItemExporter, JsonLinesItemExporter, {}),
+        (SitemapJsonItemExporter, JsonItemExporter, {}),
+        (SitemapJsonLinesItemExporter, JsonLinesItemExporter, {"fields_to_export": ["url"]}),
+    ]:
+        outputs = []
+        for cls in (ours, scrapys):
+            buffer = BytesIO()
+            exporter = cls(buffer, **kwargs)
+            exporter.start_exporting()
+            for item in items:
+                exporter.export_item(item)
+            exporter.finish_exporting()
+            outputs.append(buffer.getvalue())
+        assert outputs[0] == outputs[1]
+
+
+def test_item_log_records_only_at_debug() -> None:
+    from sitemapcrawl.logformatter import SitemapLogFormatter
+
+    spider = SitemapCrawlSpider()
+    quiet = build_from_crawler(
+        SitemapLogFormatter, get_crawler(settings_dict={"LOG_LEVEL": "INFO"})
+    )
+    assert quiet.scraped({"url": "u"}, None, spider) is None  # type: ignore[arg-type]
+    loud = build_from_crawler(
+        SitemapLogFormatter, get_crawler(settings_dict={"LOG_LEVEL": "DEBUG"})
+    )
+    record = loud.scraped({"url": "u"}, None, spider)  # type: ignore[arg-type]
+    assert record is not None
+    assert record["msg"].startswith("Scraped from")
