@@ -143,8 +143,11 @@ def p_usp(path: str):
     from usp.objects.sitemap import InvalidSitemap
     from usp.web_client.abstract_client import AbstractWebClientSuccessResponse, LocalWebClient
 
-    ctype = "application/x-gzip" if path.endswith(".gz") else (
-        "text/plain" if path.endswith(".txt") else "application/xml")
+    ctype = (
+        "application/x-gzip"
+        if path.endswith(".gz")
+        else ("text/plain" if path.endswith(".txt") else "application/xml")
+    )
 
     class BytesResponse(AbstractWebClientSuccessResponse):
         def __init__(self, url: str, data: bytes):
@@ -219,8 +222,12 @@ def p_lxml(path: str):
             body = gzip.decompress(body)
         n = 0
         for _ev, el in etree.iterparse(
-            io.BytesIO(body), events=("end",), tag="{*}url",
-            resolve_entities=False, no_network=True, huge_tree=False,
+            io.BytesIO(body),
+            events=("end",),
+            tag="{*}url",
+            resolve_entities=False,
+            no_network=True,
+            huge_tree=False,
         ):
             loc = el.findtext(loc_t)
             _lastmod = el.findtext(lm_t)
@@ -239,7 +246,7 @@ def p_lxml(path: str):
 def p_pyexpat(path: str):
     if kind_of(path) == "text":
         raise NotApplicable("XML only")
-    import xml.parsers.expat as expat
+    from xml.parsers import expat
 
     URL, LOC, LM = f"{SM_NS}}}url", f"{SM_NS}}}loc", f"{SM_NS}}}lastmod"
 
@@ -253,7 +260,7 @@ def p_pyexpat(path: str):
         buf = st["buf"]
 
         def start(name, attrs):
-            if name == LOC or name == LM:
+            if name in (LOC, LM):
                 st["cap"] = name
                 buf.clear()
             elif name == URL:
@@ -291,8 +298,8 @@ def p_lines(path: str):
         if body[:2] == b"\x1f\x8b":
             body = gzip.decompress(body)
         n = 0
-        for line in body.splitlines():
-            line = line.strip()
+        for raw in body.splitlines():
+            line = raw.strip()
             if line.startswith((b"http://", b"https://")):
                 n += 1
         return n
@@ -371,7 +378,9 @@ def measure(parser: str, path: str, url: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--parser", choices=sorted(PARSERS))
     p.add_argument("--file")
     p.add_argument("--url", default=None, help="URL the document was 'downloaded' from")

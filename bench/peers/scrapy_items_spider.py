@@ -52,13 +52,15 @@ class ItemsSpider(scrapy.Spider):
 def main() -> int:
     robots, out = sys.argv[1], sys.argv[2]
     stats: dict = {}
-    proc = CrawlerProcess(settings={
-        "LOG_LEVEL": "INFO",
-        "TELNETCONSOLE_ENABLED": False,
-        "ROBOTSTXT_OBEY": False,
-        "COOKIES_ENABLED": False,
-        "FEEDS": {out: {"format": "jsonlines", "overwrite": True, "encoding": "utf-8"}},
-    })
+    proc = CrawlerProcess(
+        settings={
+            "LOG_LEVEL": "INFO",
+            "TELNETCONSOLE_ENABLED": False,
+            "ROBOTSTXT_OBEY": False,
+            "COOKIES_ENABLED": False,
+            "FEEDS": {out: {"format": "jsonlines", "overwrite": True, "encoding": "utf-8"}},
+        }
+    )
     crawler = proc.create_crawler(ItemsSpider)
 
     def closed(spider, reason):
@@ -68,11 +70,18 @@ def main() -> int:
     crawler.signals.connect(closed, signal=signals.spider_closed)
     proc.crawl(crawler, robots=robots)
     proc.start()
-    print("RESULT " + json.dumps({
-        "urls": stats.get("item_scraped_count", 0),
-        "finish_reason": stats.get("finish_reason"),
-        "requests": stats.get("downloader/request_count"),
-    }, default=str), flush=True)
+    print(
+        "RESULT "
+        + json.dumps(
+            {
+                "urls": stats.get("item_scraped_count", 0),
+                "finish_reason": stats.get("finish_reason"),
+                "requests": stats.get("downloader/request_count"),
+            },
+            default=str,
+        ),
+        flush=True,
+    )
     return 0
 
 

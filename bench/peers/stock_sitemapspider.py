@@ -56,11 +56,18 @@ def main() -> int:
     crawler.signals.connect(closed, signal=signals.spider_closed)
     proc.crawl(crawler, sitemap_urls=[robots])
     proc.start()
-    print("RESULT " + json.dumps({
-        "urls": StockSitemapSpider.count,
-        "finish_reason": stats.get("finish_reason"),
-        "requests": stats.get("downloader/request_count"),
-    }, default=str), flush=True)
+    print(
+        "RESULT "
+        + json.dumps(
+            {
+                "urls": StockSitemapSpider.count,
+                "finish_reason": stats.get("finish_reason"),
+                "requests": stats.get("downloader/request_count"),
+            },
+            default=str,
+        ),
+        flush=True,
+    )
     return 0
 
 
