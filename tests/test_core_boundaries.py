@@ -189,3 +189,22 @@ def test_item_log_records_only_at_debug() -> None:
     record = loud.scraped({"url": "u"}, None, spider)  # type: ignore[arg-type]
     assert record is not None
     assert record["msg"].startswith("Scraped from")
+
+
+def test_seen_urls_is_a_set() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from sitemapcrawl.sitemaps import SeenUrls
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.text(max_size=6), max_size=300))
+    def check(keys: list[str]) -> None:
+        seen = SeenUrls(capacity=4)  # small, so it grows several times
+        reference: set[str] = set()
+        for key in keys:
+            assert seen.add(key) is (key not in reference)
+            reference.add(key)
+        assert len(seen) == len(reference)
+
+    check()

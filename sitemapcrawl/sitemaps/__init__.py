@@ -19,6 +19,7 @@ from .errors import (
 )
 from .model import Limits, SitemapRef, UrlEntry
 from .reader import SITEMAP_KINDS, SitemapReader, sniff
+from .seen import SeenUrls
 
 __all__ = [
     "SITEMAP_KINDS",
@@ -30,6 +31,7 @@ __all__ = [
     "LastMod",
     "Limits",
     "NotASitemap",
+    "SeenUrls",
     "SitemapError",
     "SitemapReader",
     "SitemapRef",

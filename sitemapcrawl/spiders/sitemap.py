@@ -23,6 +23,7 @@ from sitemapcrawl.items import SitemapUrlItem
 from sitemapcrawl.sitemaps import Limits, SitemapReader, SitemapRef, UrlEntry
 from sitemapcrawl.sitemaps.robots import parse_robots
 from sitemapcrawl.sitemaps.scope import SCOPE_MODES, ScopePolicy, private_address
+from sitemapcrawl.sitemaps.seen import SeenUrls
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -134,7 +135,7 @@ class SitemapCrawlSpider(SitemapSpider):
         self.argument_error: str | None = None
         self._configured = False
         self._visited: set[str] = set()
-        self._seen_urls: set[int] = set()
+        self._seen_urls = SeenUrls()
         self._urls_emitted = 0
         self._sitemaps_scheduled = 0
         self._logged: set[tuple[str, str]] = set()
@@ -448,12 +449,9 @@ class SitemapCrawlSpider(SitemapSpider):
                 if why is not None:
                     dropped[why] = dropped.get(why, 0) + 1
                     continue
-                if dedupe:
-                    key = hash(loc)
-                    if key in seen:
-                        duplicates += 1
-                        continue
-                    seen.add(key)
+                if dedupe and not seen.add(loc):
+                    duplicates += 1
+                    continue
                 lastmod = entry.lastmod
                 flags = []
                 if entry.relative:
