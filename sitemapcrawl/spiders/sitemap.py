@@ -378,7 +378,12 @@ class SitemapCrawlSpider(SitemapSpider):
         return self._read_sitemap(response, SitemapTask(response.url, "given", site))
 
     def _read_sitemap(self, response: Response, task: SitemapTask) -> Iterator[Any]:
-        self.stats.inc_value(_P + "sitemaps/done_count")
+        try:
+            yield from self._read(response, task)
+        finally:  # done once every entry is out (or the crawl stopped reading it)
+            self.stats.inc_value(_P + "sitemaps/done_count")
+
+    def _read(self, response: Response, task: SitemapTask) -> Iterator[Any]:
         if self._closing:  # max_urls reached while this file was in flight
             return
         if response.url != task.url:
@@ -479,6 +484,8 @@ class SitemapCrawlSpider(SitemapSpider):
                     flags,
                 )
                 emitted += 1
+                if not emitted & 1023:  # keep the live count (progress lines) current
+                    self.stats.inc_value(_P + "urls/found_count", 1024)
                 if url_callbacks:
                     yield from self._page_requests(entry)
                 if max_urls and self._urls_emitted + emitted >= max_urls:
@@ -498,7 +505,7 @@ class SitemapCrawlSpider(SitemapSpider):
         self, reader: SitemapReader, emitted: int, duplicates: int, dropped: dict[str, int]
     ) -> None:
         stats = self.stats
-        stats.inc_value(_P + "urls/found_count", emitted)
+        stats.inc_value(_P + "urls/found_count", emitted & 1023)  # the rest was counted live
         if duplicates:
             stats.inc_value(_P + "urls/duplicate_count", duplicates)
         for why, count in dropped.items():
