@@ -37,6 +37,9 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_MAX_SITEMAPS": 0,
     "SITEMAPCRAWL_MAX_URLS": 0,
     "SITEMAPCRAWL_MAX_DEPTH": 5,
+    # Sitemaps downloaded or being read at once: each holds its body and a parser, so this
+    # bounds memory (and keeps the newest-first order when an index lists many children).
+    "SITEMAPCRAWL_CONCURRENT_SITEMAPS": 4,
     # Limits per file
     "SITEMAPCRAWL_MAX_SIZE": 52_428_800,  # decoded bytes read from one sitemap
     "SITEMAPCRAWL_MAX_DOWNLOAD_SIZE": 52_428_800,  # bytes downloaded for one sitemap

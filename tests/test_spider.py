@@ -380,3 +380,27 @@ async def test_cdn_sitemaps_are_not_dropped_by_offsite_filtering(
     assert f"{server.base}/extra/from-cdn" in [i["url"] for i in items]
     assert "/cdn/extra.xml" in server.requests()
     assert crawler.stats.get_value("offsite/filtered") is None  # type: ignore[union-attr]
+
+
+@deferred_f_from_coro_f
+async def test_sitemaps_in_flight_are_bounded_and_read_newest_first(
+    site: Callable[[str], MockServer],
+) -> None:
+    """With one sitemap at a time, the whole site is read in priority order: the robots.txt
+    declarations in their order, index children newest <lastmod> first, undated ones last."""
+    server = site("basic")
+    items, crawler = await crawl(
+        settings={"SITEMAPCRAWL_CONCURRENT_SITEMAPS": 1}, origin=server.base
+    )
+    assert len(items) == 9
+    assert server.requests() == [
+        "/robots.txt",
+        "/sitemap_index.xml",
+        "/sitemaps/news.xml",
+        "/pages.txt",
+        "/_/gzip/sitemaps/posts.xml",
+        "/sitemaps/archive.xml",
+        "/sitemaps/gone.xml",
+        "/cdn/extra.xml",
+    ]
+    assert our_stats(crawler)["sitemapcrawl/sitemaps/done_count"] == 7

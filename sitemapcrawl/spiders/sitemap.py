@@ -9,13 +9,14 @@ that sets ``sitemap_rules`` also gets its callbacks called for the matching page
 
 from __future__ import annotations
 
+import heapq
 import logging
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit
 
-from scrapy import Request
-from scrapy.exceptions import CloseSpider
+from scrapy import Request, signals
+from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.spiders import SitemapSpider
 from w3lib.url import canonicalize_url
 
@@ -140,6 +141,9 @@ class SitemapCrawlSpider(SitemapSpider):
         self._sitemaps_scheduled = 0
         self._logged: set[tuple[str, str]] = set()
         self._closing = False
+        self._in_flight = 0
+        self._seq = 0
+        self._waiting: list[tuple[int, int, Request]] = []
         self._filter_overridden = type(self).sitemap_filter is not SitemapSpider.sitemap_filter
 
     # -- configuration -------------------------------------------------------------------
@@ -180,6 +184,8 @@ class SitemapCrawlSpider(SitemapSpider):
             self.argument_error = str(exc)
             return
         self.guess_paths = settings.getlist("SITEMAPCRAWL_GUESS_PATHS")
+        self.concurrent_sitemaps = max(1, settings.getint("SITEMAPCRAWL_CONCURRENT_SITEMAPS"))
+        crawler.signals.connect(self._on_idle, signal=signals.spider_idle)
         self.deduplicate = settings.getbool("SITEMAPCRAWL_DEDUPLICATE")
         self._sitemap_maxsize = settings.getint("SITEMAPCRAWL_MAX_DOWNLOAD_SIZE")
         self._robots_maxsize = settings.getint("SITEMAPCRAWL_ROBOTS_MAX_SIZE")
@@ -325,7 +331,7 @@ class SitemapCrawlSpider(SitemapSpider):
         if not task.probe:
             self._sitemaps_scheduled += 1
         self.stats.inc_value(_P + "sitemaps/requested_count")
-        return Request(
+        request = Request(
             task.url,
             callback=self._read_sitemap,
             errback=self._sitemap_failed,
@@ -342,16 +348,40 @@ class SitemapCrawlSpider(SitemapSpider):
             dont_filter=True,
             priority=priority,
         )
+        if self._in_flight >= self.concurrent_sitemaps:
+            # Every sitemap in flight holds its body and a parser until its last entry is
+            # out: hold the rest here, in priority order (newest children first).
+            self._seq += 1
+            heapq.heappush(self._waiting, (-priority, self._seq, request))
+            return None
+        self._in_flight += 1
+        return request
 
-    def _sitemap_failed(self, failure: Failure) -> None:
+    def _release(self) -> Iterator[Request]:
+        """One sitemap finished: send the next waiting ones, up to the concurrency limit."""
+        self._in_flight -= 1
+        while self._waiting and self._in_flight < self.concurrent_sitemaps:
+            self._in_flight += 1
+            yield heapq.heappop(self._waiting)[2]
+
+    def _on_idle(self) -> None:
+        """Backstop: never close while sitemaps wait (a callback that died released none)."""
+        if not self._waiting or self._closing:
+            return
+        while self._waiting:
+            self.crawler.engine.crawl(heapq.heappop(self._waiting)[2])
+        raise DontCloseSpider
+
+    def _sitemap_failed(self, failure: Failure) -> Iterator[Request]:
         request = failure.request  # type: ignore[attr-defined]
         task: SitemapTask = request.cb_kwargs["task"]
         reason = failure.type.__name__ if failure.type else "error"
         self.stats.inc_value(_P + "sitemaps/done_count")
         if task.probe:
             self.stats.inc_value(_P + "guess/miss_count")
-            return
-        self._failed(task, reason, f"could not be fetched: {failure.getErrorMessage()}")
+        else:
+            self._failed(task, reason, f"could not be fetched: {failure.getErrorMessage()}")
+        yield from self._release()
 
     def _failed(self, task: SitemapTask, reason: str, message: str) -> None:
         self.stats.inc_value(_P + "sitemaps/failed_count")
@@ -382,6 +412,7 @@ class SitemapCrawlSpider(SitemapSpider):
             yield from self._read(response, task)
         finally:  # done once every entry is out (or the crawl stopped reading it)
             self.stats.inc_value(_P + "sitemaps/done_count")
+        yield from self._release()
 
     def _read(self, response: Response, task: SitemapTask) -> Iterator[Any]:
         if self._closing:  # max_urls reached while this file was in flight
