@@ -404,3 +404,16 @@ async def test_sitemaps_in_flight_are_bounded_and_read_newest_first(
         "/cdn/extra.xml",
     ]
     assert our_stats(crawler)["sitemapcrawl/sitemaps/done_count"] == 7
+
+
+@deferred_f_from_coro_f
+async def test_guess_always_adds_the_usual_locations(site: Callable[[str], MockServer]) -> None:
+    server = site("basic")
+    items, crawler = await crawl(settings=SERIAL, origin=server.base, guess="always")
+    assert len(items) == 9  # nothing more: every guessed location is a miss on this site
+    stats = our_stats(crawler)
+    # /sitemap_index.xml is declared in robots.txt, so it is not guessed again.
+    assert stats["sitemapcrawl/guess/requested_count"] == 8
+    assert stats["sitemapcrawl/guess/miss_count"] == 8
+    assert {"/sitemap.xml", "/post-sitemap.xml", "/wp-sitemap.xml"} <= set(server.requests())
+    assert {i["found_via"] for i in items} == {"robots"}
