@@ -79,9 +79,9 @@ async def test_broken_sitemaps_are_counted_and_keep_what_was_read(mockserver: Mo
         "sitemapcrawl/sitemaps/failed_count": 3,
         "sitemapcrawl/sitemaps/failed_count/html": 2,
         "sitemapcrawl/sitemaps/failed_count/http_500": 1,
-        "sitemapcrawl/faults/html_count": 2,
-        "sitemapcrawl/faults/dataloss_count": 1,
-        "sitemapcrawl/faults/xml_syntax_error_count": 2,
+        "sitemapcrawl/errors/html_count": 2,
+        "sitemapcrawl/errors/dataloss_count": 1,
+        "sitemapcrawl/errors/xml_syntax_error_count": 2,
         "sitemapcrawl/entries/entry_truncated_count": 2,
         "sitemapcrawl/urls/found_count": 1,
     }
@@ -110,7 +110,7 @@ async def test_protocol_limit_kept_and_flagged(mockserver: MockServer) -> None:
         ["beyond_protocol_limit"],
     ]
     stats = our_stats(crawler)
-    assert stats["sitemapcrawl/faults/too_many_urls_count"] == 1
+    assert stats["sitemapcrawl/errors/too_many_urls_count"] == 1
     assert stats["sitemapcrawl/entries/over_url_limit_count"] == 3
 
     items, crawler = await crawl(

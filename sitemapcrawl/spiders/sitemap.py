@@ -433,7 +433,7 @@ class SitemapCrawlSpider(SitemapSpider):
             self._failed(task, f"http_{response.status}", f"answered HTTP {response.status}")
             return
         if "dataloss" in response.flags:
-            self.stats.inc_value(_P + "faults/dataloss_count")
+            self.stats.inc_value(_P + "errors/dataloss_count")
             self._log_once("dataloss", task.url, "connection lost mid-body; reading what arrived")
         reader = SitemapReader(response.body, response.url, limits=self.limits)
         kind = reader.sniff()
@@ -441,7 +441,7 @@ class SitemapCrawlSpider(SitemapSpider):
             if task.probe:
                 self.stats.inc_value(_P + "guess/miss_count")
                 return
-            self.stats.inc_value(_P + f"faults/{reader.faults[0].code}_count")
+            self.stats.inc_value(_P + f"errors/{reader.faults[0].code}_count")
             self._failed(task, kind, reader.faults[0].message)
             return
         if task.probe:
@@ -546,7 +546,7 @@ class SitemapCrawlSpider(SitemapSpider):
         if reader.sitemaps:
             stats.inc_value(_P + "children/listed_count", reader.sitemaps)
         for fault in reader.faults:
-            stats.inc_value(_P + f"faults/{fault.code}_count")
+            stats.inc_value(_P + f"errors/{fault.code}_count")
             self._log_once(fault.code, reader.url, fault.message)
 
     def _page_requests(self, entry: UrlEntry) -> Iterator[Request]:
