@@ -6,8 +6,10 @@ Everything is set at ``addon`` priority, so project settings, ``custom_settings`
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
+from .distributed import redis_settings
 from .extensions import SitemapProgressExtension
 
 if TYPE_CHECKING:
@@ -49,6 +51,11 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_ROBOTS_MAX_SIZE": 5 * 1024 * 1024,  # bytes downloaded for robots.txt
     # Output
     "SITEMAPCRAWL_DEDUPLICATE": True,  # one item per URL even when listed in several files
+    # Production
+    "SITEMAPCRAWL_PROXY": "",  # every request through this proxy (argument: proxy)
+    # Workers sharing a crawl through scrapy-redis (see sitemapcrawl.distributed)
+    "SITEMAPCRAWL_REDIS_URL": os.environ.get("SITEMAPCRAWL_REDIS_URL", ""),
+    "SITEMAPCRAWL_REDIS_WAIT": 60.0,  # idle workers wait this long for others' progress
     # Observability
     "SITEMAPCRAWL_PROGRESS_ENABLED": True,
     "SITEMAPCRAWL_PROGRESS_INTERVAL": 60.0,
@@ -65,6 +72,10 @@ class SitemapCrawlAddon:
     def update_settings(self, settings: BaseSettings) -> None:
         for name, value in DEFAULTS.items():
             settings.set(name, value, "addon")
+        redis_url = settings.get("SITEMAPCRAWL_REDIS_URL")
+        if redis_url:
+            for name, value in redis_settings(redis_url).items():
+                settings.set(name, value, "addon")
         settings.set("LOG_FORMATTER", "sitemapcrawl.logformatter.SitemapLogFormatter", "addon")
         exporters = "sitemapcrawl.exporters."
         settings.set(

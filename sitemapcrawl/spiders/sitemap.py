@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import sys
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit
@@ -18,8 +19,10 @@ from urllib.parse import urljoin, urlsplit
 from scrapy import Request, signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.spiders import SitemapSpider
+from scrapy.utils.request import request_from_dict
 from w3lib.url import canonicalize_url
 
+from sitemapcrawl.distributed import SharedProgress, requeue
 from sitemapcrawl.items import SitemapUrlItem
 from sitemapcrawl.sitemaps import Limits, SitemapReader, SitemapRef, UrlEntry
 from sitemapcrawl.sitemaps.robots import parse_robots
@@ -43,6 +46,10 @@ __all__ = ["SitemapCrawlSpider", "SitemapTask"]
 _GUESS_MODES = ("off", "fallback", "always")
 _ERROR_STATUSES = list(range(400, 600))
 _P = "sitemapcrawl/"
+_SITEMAP_META = "sitemapcrawl_sitemap"  # marks sitemap requests (for pause/resume)
+_COUNTED_META = "sitemapcrawl_counted"  # robots.txt and sitemaps: shared progress counter
+# Reasons after which nothing is left to read: no state is kept for a next run.
+_FINAL_REASONS = frozenset({"finished", "max_urls", "bad_argument"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +128,7 @@ class SitemapCrawlSpider(SitemapSpider):
         "max_depth",
         "scope",
         "guess",
+        "proxy",
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -144,6 +152,7 @@ class SitemapCrawlSpider(SitemapSpider):
         self._in_flight = 0
         self._seq = 0
         self._waiting: list[tuple[int, int, Request]] = []
+        self._downloading: dict[str, Request] = {}
         self._filter_overridden = type(self).sitemap_filter is not SitemapSpider.sitemap_filter
 
     # -- configuration -------------------------------------------------------------------
@@ -176,6 +185,8 @@ class SitemapCrawlSpider(SitemapSpider):
                 raise ValueError(
                     f"argument guess={self.guess!r} is not one of {', '.join(_GUESS_MODES)}"
                 )
+            proxy = raw.get("proxy") or settings.get("SITEMAPCRAWL_PROXY")
+            self._proxy_meta = {"proxy": _http_url("proxy", proxy)} if proxy else {}
             if not self.origin and not self.sitemap_urls:
                 raise ValueError(
                     "argument origin is missing: pass -a origin=https://site or -a sitemap_urls=..."
@@ -184,8 +195,21 @@ class SitemapCrawlSpider(SitemapSpider):
             self.argument_error = str(exc)
             return
         self.guess_paths = settings.getlist("SITEMAPCRAWL_GUESS_PATHS")
-        self.concurrent_sitemaps = max(1, settings.getint("SITEMAPCRAWL_CONCURRENT_SITEMAPS"))
+        self.distributed = bool(settings.get("SITEMAPCRAWL_REDIS_URL"))
+        # Workers sharing a Redis queue must not hold sitemaps back: the queue is the gate.
+        self.concurrent_sitemaps = (
+            sys.maxsize
+            if self.distributed
+            else max(1, settings.getint("SITEMAPCRAWL_CONCURRENT_SITEMAPS"))
+        )
         crawler.signals.connect(self._on_idle, signal=signals.spider_idle)
+        crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
+        self._shared: SharedProgress | None = None
+        if self.distributed:
+            self._shared = SharedProgress(
+                crawler, self, settings.getfloat("SITEMAPCRAWL_REDIS_WAIT")
+            )
+            crawler.signals.connect(self._dropped, signal=signals.request_dropped)
         self.deduplicate = settings.getbool("SITEMAPCRAWL_DEDUPLICATE")
         self._sitemap_maxsize = settings.getint("SITEMAPCRAWL_MAX_DOWNLOAD_SIZE")
         self._robots_maxsize = settings.getint("SITEMAPCRAWL_ROBOTS_MAX_SIZE")
@@ -211,6 +235,12 @@ class SitemapCrawlSpider(SitemapSpider):
         if self.argument_error:
             logger.error("Not crawling: %(error)s", {"error": self.argument_error})
             raise CloseSpider("bad_argument")
+        resumed = self._resume()
+        if resumed is not None:
+            for unread in resumed:
+                self._in_flight += 1
+                yield unread
+            return
         if self.sitemap_urls:
             for url in self.sitemap_urls:
                 site = self.origin or urljoin(url, "/")
@@ -229,20 +259,24 @@ class SitemapCrawlSpider(SitemapSpider):
 
     def _robots_request(self, url: str, site: str) -> Request:
         self.stats.inc_value(_P + "robots/requested_count")
-        return Request(
-            url,
-            callback=self._parse_robots,
-            errback=self._robots_failed,
-            cb_kwargs={"site": site},
-            meta={
-                "handle_httpstatus_list": _ERROR_STATUSES,
-                "dont_obey_robotstxt": True,
-                "allow_offsite": True,
-                "download_maxsize": self._robots_maxsize,
-                "download_warnsize": 0,
-            },
-            dont_filter=True,
-            priority=100,
+        return self._count(
+            Request(
+                url,
+                callback=self._parse_robots,
+                errback=self._robots_failed,
+                cb_kwargs={"site": site},
+                meta={
+                    "handle_httpstatus_list": _ERROR_STATUSES,
+                    "dont_obey_robotstxt": True,
+                    "allow_offsite": True,
+                    "download_maxsize": self._robots_maxsize,
+                    "download_warnsize": 0,
+                    _COUNTED_META: True,
+                    **self._proxy_meta,
+                },
+                dont_filter=not self.distributed,
+                priority=100,
+            )
         )
 
     def _parse_robots(self, response: Response, site: str) -> Iterator[Request]:
@@ -275,6 +309,7 @@ class SitemapCrawlSpider(SitemapSpider):
                 yield request
         if self.guess == "always" or (self.guess == "fallback" and not declared):
             yield from self._guesses(site, exclude=set(declared))
+        self._done()
 
     def _robots_failed(self, failure: Failure) -> Iterator[Request]:
         request = failure.request  # type: ignore[attr-defined]
@@ -283,6 +318,7 @@ class SitemapCrawlSpider(SitemapSpider):
         self._log_once("robots_failed", request.url, f"robots.txt could not be fetched ({reason})")
         if self.guess != "off":
             yield from self._guesses(request.cb_kwargs["site"], exclude=set())
+        self._done()
 
     def _guesses(self, site: str, exclude: set[str]) -> Iterator[Request]:
         for rank, path in enumerate(self.guess_paths):  # most likely locations first
@@ -304,14 +340,12 @@ class SitemapCrawlSpider(SitemapSpider):
 
     def _sitemap_request(self, task: SitemapTask, priority: int = 0) -> Request | None:
         key = canonicalize_url(task.url)
+        if key in task.chain:
+            self.stats.inc_value(_P + "sitemaps/loop_count")
+            self._log_once("loop", task.url, "sitemap index loop cut (the file lists an ancestor)")
+            return None
         if key in self._visited:
-            if key in task.chain:
-                self.stats.inc_value(_P + "sitemaps/loop_count")
-                self._log_once(
-                    "loop", task.url, "sitemap index loop cut (the file lists an ancestor)"
-                )
-            else:
-                self.stats.inc_value(_P + "sitemaps/duplicate_count")
+            self.stats.inc_value(_P + "sitemaps/duplicate_count")
             return None
         if private_address(task.url, self.origin or task.site):
             self.stats.inc_value(_P + "sitemaps/private_address_count")
@@ -344,10 +378,16 @@ class SitemapCrawlSpider(SitemapSpider):
                 "download_warnsize": 0,
                 # A connection lost mid-body still delivers what arrived: parse it.
                 "download_fail_on_dataloss": False,
+                _SITEMAP_META: True,
+                _COUNTED_META: True,
+                **self._proxy_meta,
             },
-            dont_filter=True,
+            # Alone, the spider's own visited set dedupes sitemaps; with workers sharing a
+            # Redis queue, the shared dupefilter must see them so each is fetched once.
+            dont_filter=not self.distributed,
             priority=priority,
         )
+        self._count(request)
         if self._in_flight >= self.concurrent_sitemaps:
             # Every sitemap in flight holds its body and a parser until its last entry is
             # out: hold the rest here, in priority order (newest children first).
@@ -357,16 +397,92 @@ class SitemapCrawlSpider(SitemapSpider):
         self._in_flight += 1
         return request
 
-    def _release(self) -> Iterator[Request]:
-        """One sitemap finished: send the next waiting ones, up to the concurrency limit."""
+    def _release(self, task: SitemapTask) -> Iterator[Request]:
+        """One sitemap finished: send the next waiting ones, up to the concurrency limit.
+
+        Called after the sitemap's children were yielded, so the shared count (distributed
+        mode) never reaches zero between a parent and its children."""
+        self._done()
         self._in_flight -= 1
+        self._downloading.pop(task.url, None)
         while self._waiting and self._in_flight < self.concurrent_sitemaps:
             self._in_flight += 1
             yield heapq.heappop(self._waiting)[2]
 
+    def _count(self, request: Request) -> Request:
+        """Distributed mode: count a request before it exists for the others, so the shared
+        count never drops to zero while a sitemap that lists more is still being read."""
+        if self._shared is not None:
+            self._shared.scheduled()
+        return request
+
+    def _dropped(self, request: Request, spider: Any = None) -> None:
+        """The shared dupefilter refused one (another worker had it): uncount it."""
+        if self._shared is not None and request.meta.get(_COUNTED_META):
+            self._shared.done()
+
+    def _done(self) -> None:
+        if self._shared is not None:
+            self._shared.done()
+
+    def _reached_downloader(self, request: Request, spider: Any = None) -> None:
+        """Remember sitemap requests that left the scheduler: a stop loses those."""
+        if request.meta.get(_SITEMAP_META):
+            self._downloading[request.cb_kwargs["task"].url] = request
+
+    def closed(self, reason: str) -> None:
+        """On an interrupted crawl, keep the sitemaps not read yet for the next run.
+
+        Requests still in Scrapy's scheduler are kept by it (``JOBDIR``'s disk queue, or the
+        shared Redis queue); those waiting in this spider, and those already downloading,
+        would be lost: they go to ``JOBDIR``'s spider state, or back to the Redis queue.
+        """
+        if not self._configured or self.argument_error:
+            return
+        if reason in _FINAL_REASONS:
+            if self._shared is not None and reason == "finished":
+                self._shared.clean_up()
+            return
+        unread = [r for _, _, r in sorted(self._waiting)] + list(self._downloading.values())
+        if hasattr(self, "state"):  # JOBDIR: Scrapy's SpiderState extension pickles this
+            self.state["sitemapcrawl"] = {
+                "visited": self._visited,
+                "seen": self._seen_urls,
+                "urls_emitted": self._urls_emitted,
+                "sitemaps_scheduled": self._sitemaps_scheduled,
+                "unread": [r.to_dict(spider=self) for r in unread],
+            }
+        if self.distributed and unread:
+            requeue(self.crawler, self, unread)
+        logger.info(
+            "Crawl interrupted (%(reason)s): %(n)d sitemaps not read yet were kept for later",
+            {"reason": reason, "n": len(unread)},
+        )
+
+    def _resume(self) -> list[Request] | None:
+        """The sitemaps a previous, interrupted run of this JOBDIR had not read; None if new."""
+        saved = getattr(self, "state", {}).pop("sitemapcrawl", None)
+        if saved is None:
+            return None
+        self._visited = saved["visited"]
+        self._seen_urls = saved["seen"]
+        self._urls_emitted = saved["urls_emitted"]
+        self._sitemaps_scheduled = saved["sitemaps_scheduled"]
+        requests = [request_from_dict(d, spider=self) for d in saved["unread"]]
+        logger.info(
+            "Resuming: %(n)d sitemaps left unread by the interrupted run",
+            {"n": len(requests)},
+        )
+        return requests
+
     def _on_idle(self) -> None:
-        """Backstop: never close while sitemaps wait (a callback that died released none)."""
-        if not self._waiting or self._closing:
+        """Never close while sitemaps wait here (a callback that died released none), or,
+        with shared workers, while another worker still reads one."""
+        if self._closing:
+            return
+        if self._shared is not None and self._shared.should_wait():
+            raise DontCloseSpider
+        if not self._waiting:
             return
         while self._waiting:
             self.crawler.engine.crawl(heapq.heappop(self._waiting)[2])
@@ -381,7 +497,7 @@ class SitemapCrawlSpider(SitemapSpider):
             self.stats.inc_value(_P + "guess/miss_count")
         else:
             self._failed(task, reason, f"could not be fetched: {failure.getErrorMessage()}")
-        yield from self._release()
+        yield from self._release(task)
 
     def _failed(self, task: SitemapTask, reason: str, message: str) -> None:
         self.stats.inc_value(_P + "sitemaps/failed_count")
@@ -405,14 +521,15 @@ class SitemapCrawlSpider(SitemapSpider):
         if urlsplit(response.url).path.endswith("/robots.txt"):
             return self._parse_robots(response, site)
         self.stats.inc_value(_P + "sitemaps/requested_count")
-        return self._read_sitemap(response, SitemapTask(response.url, "given", site))
+        self.stats.inc_value(_P + "sitemaps/done_count")
+        return self._read(response, SitemapTask(response.url, "given", site))
 
     def _read_sitemap(self, response: Response, task: SitemapTask) -> Iterator[Any]:
         try:
             yield from self._read(response, task)
         finally:  # done once every entry is out (or the crawl stopped reading it)
             self.stats.inc_value(_P + "sitemaps/done_count")
-        yield from self._release()
+        yield from self._release(task)
 
     def _read(self, response: Response, task: SitemapTask) -> Iterator[Any]:
         if self._closing:  # max_urls reached while this file was in flight
@@ -556,7 +673,7 @@ class SitemapCrawlSpider(SitemapSpider):
         for loc in locs:
             for regex, callback in self._cbs:
                 if regex.search(loc):
-                    yield Request(loc, callback=callback)
+                    yield Request(loc, callback=callback, meta=dict(self._proxy_meta))
                     break
 
     def _child_requests(
