@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import socket
+import subprocess
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,3 +57,55 @@ def conformance() -> Path:
         f"conformance corpus not found at {CONFORMANCE}; set SITEMAPCRAWL_SHARED"
     )
     return CONFORMANCE
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (for servers that cannot bind port 0 themselves)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server on a loopback port, without persistence. Its absence fails."""
+    binary = shutil.which("redis-server")
+    assert binary, (
+        "redis-server is not installed (.ci/run installs it: apt-get install redis-server)"
+    )
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    process = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "redis-server did not start"
+            assert process.poll() is None, "redis-server exited"
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -81,7 +81,8 @@ def _http_url(name: str, value: str) -> str:
     value = value.strip()
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"argument {name}={value!r} is not an http(s) URL")
+        shown = "" if parts.password else f"={value!r}"  # never echo credentials
+        raise ValueError(f"argument {name}{shown} is not an http(s) URL")
     return value
 
 

@@ -1,0 +1,66 @@
+"""``-s JOBDIR=…``: stop a crawl after a few sitemaps, resume it, get the uninterrupted result."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from tests.mockserver import MockServer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(server: MockServer, out: Path, *extra: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "scrapy", "crawl", "sitemap", "-a", f"origin={server.base}",
+            "-o", f"{out}:jsonlines",
+            "-s", "CONCURRENT_REQUESTS=1", "-s", "SITEMAPCRAWL_CONCURRENT_SITEMAPS=1",
+            "-s", "REMOTE_CONTROL_ENABLED=False", "-s", "TELNETCONSOLE_ENABLED=False",
+            "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=INFO", *extra,
+        ],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    return result.stderr
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_pause_and_resume_equals_an_uninterrupted_run(
+    site: Callable[[str], MockServer], tmp_path: Path
+) -> None:
+    server = site("basic")
+    run(server, tmp_path / "whole.jsonl")
+    whole = rows(tmp_path / "whole.jsonl")
+
+    server.reset_requests()
+    jobdir = str(tmp_path / "job")
+    first = run(
+        server, tmp_path / "parts.jsonl", "-s", f"JOBDIR={jobdir}", "-s", "CLOSESPIDER_PAGECOUNT=3"
+    )
+    assert "'finish_reason': 'closespider_pagecount'" in first
+    assert "sitemaps not read yet were kept for later" in first
+    part = rows(tmp_path / "parts.jsonl")
+    assert 0 < len(part) < len(whole)
+
+    second = run(server, tmp_path / "parts.jsonl", "-s", f"JOBDIR={jobdir}")
+    assert "'finish_reason': 'finished'" in second
+    assert "Resuming:" in second
+    resumed = rows(tmp_path / "parts.jsonl")
+    key = lambda row: row["url"]  # noqa: E731
+    assert sorted(resumed, key=key) == sorted(whole, key=key)
+    # robots.txt and each sitemap were fetched once over both runs.
+    requests = server.requests()
+    assert len(requests) == len(set(requests))
