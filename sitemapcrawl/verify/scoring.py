@@ -1,0 +1,966 @@
+"""Score how far a sitemap segment's ``<lastmod>`` values can be trusted.
+
+Pure Python, standard library only (plus :mod:`sitemapcrawl.sitemaps.dates`);
+never imports scrapy or twisted. Implements layers L0 and L1 of the design
+note ``shared/design/lastmod-verification.md``: the interval table of §5,
+the dispersion test of §5a, the Wilson bounds of §5b, the agreement test of
+§5c and the static part of the verdict table of §5d. The cross-run score (L2)
+is out of scope, so :func:`static_verdict` never returns ``TRUSTED``.
+
+Thresholds
+----------
+
+=============================  ==========  ======================================
+name                           value       source
+=============================  ==========  ======================================
+``TAU``                        60 min      §5 interval table (regeneration lag)
+``TZ_SLACK``                   14 h        §5 interval table (any UTC offset)
+``FUTURE_SLACK``               15 min      §5a ``f_fut``, §5c FUTURE
+``WINDOW_TIMESTAMP``           10 min      §5a window share, timestamps
+``WINDOW_DATE``                1 day       §5a window share, dates (calendar day)
+``RECENCY_DELTAS``             10m 1h      §5a recency f(Δ)
+                               24h 48h
+``RECENCY_EPSILON``            15 min      ours: the ε of f(Δ) = ``FUTURE_SLACK``
+``MIN_N_L``                    20          §5a "require N_L ≥ 20 per segment"
+``ABSENT_COVERAGE``            0.1         §5a coverage, §5d ABSENT
+``PARTIAL_COVERAGE``           0.9         §5a coverage (0.1-0.9 ⇒ PARTIAL)
+``INVALID_SHARE``              0.2         §5d INVALID (unparseable > 20 %)
+``FUTURE_SHARE``               0.05        §5a / §5d (future > 5 %)
+``GENERATION_WINDOW_SHARE``    0.9         §5a GENERATION_TIME (suspected)
+``GENERATION_RECENCY``         48 h        §5a ``t_ref - c* ≤ 48 h``
+``ALIGNMENT``                  10 min      §5a alignment
+``CLUSTERED_OLD_SHARE``        0.5         §5a CLUSTERED_OLD
+``TZ_TOLERANCE``               120 s       §5a hour multiples, §5c TZ_SHIFT
+``TZ_MAX_HOURS``               14          §5a / §5c, k ∈ [1, 14]
+``TZ_CONSISTENT_SHARE``        0.5         §5c same k on ≥ 50 % of disagreeing
+``TZ_MIN_LB``                  0.10        ours: Wilson LB of the shifted pages
+``PUBDATE_GAP``                1 day       §5c PUBDATE_AS_LASTMOD
+``MIN_N_EV``                   20          §5c PROVISIONAL / UNVERIFIABLE
+``PROVISIONAL_LB``             0.8         §5c PROVISIONAL
+``STALE_LB``                   0.10        §5c STALE
+``OVER_REPORTING_LB``          0.3         §5c OVER_REPORTING
+``ESCALATED_SAMPLE``           60          §5b escalate to 60 pages per segment
+``Z``                          1.96        §5b (95 %)
+=============================  ==========  ======================================
+
+Choices the design leaves open (each is marked "ours" above or here):
+
+* Page evidence is widened exactly like the lastmod (``lastmod_interval`` on
+  both sides, same τ), so two exact timestamps agree within 2τ; an hour shift
+  is therefore only reported when it makes the intervals disjoint.
+* Timestamps with a minute or second precision also cover the rest of that
+  minute or second (the value is truncated), before the ±τ.
+* The window is 1 calendar day (UTC) when most dated values are date-only,
+  10 minutes (closed) otherwise. Among equally dense windows the most recent
+  one is the cluster. The cluster centre c* is the middle of the densest
+  window; alignment is the distance from t_gen to that window (0 inside), which
+  is |c* - t_gen| up to half a window and does not punish a date-only stamp for
+  its precision.
+* ``alignment_s`` is the nearest of sitemap ``Last-Modified``, the index
+  ``<lastmod>`` and max(lastmod), as §5a lists them. max(lastmod) lies in the
+  cluster whenever the newest entries do, so it would make every bulk import
+  "aligned"; the generation-time rule therefore uses ``gen_alignment_s``, the
+  distance to the two *external* sources only (§0: clustering alone must never
+  disqualify a deploy-stamped or bulk-import segment).
+* The L0 hour-multiple test measures δ = value - t_ref over future values
+  (t_lo > t_ref + 15 min); k is dominant when it explains ≥ 50 % of them, and
+  is only reported when the future share exceeds 5 %.
+* ``invalid_share`` is unparseable values over lastmod values present (parsed
+  or not). Sentinels (1970-01-01, 9999…) parse, count in N_L and are reported
+  in ``sentinel_share``; the design has no rule for them.
+* FUTURE counts as page evidence (the clock is the evidence): n_ev counts
+  every outcome except NO_EVIDENCE and NO_LASTMOD.
+* TZ_SHIFT:k carries a signed k = (lastmod - evidence) in hours; correct the
+  lastmod by subtracting k hours. A segment-level L1 shift additionally needs
+  a Wilson LB ≥ 0.10 over n_ev, the STALE bar, so that a few shifted pages in
+  an agreeing sample do not outvote it; below that the shifted pages of the
+  dominant k count as agreeing ("corrected TZ") for PROVISIONAL.
+* GENERATION_TIME from one fetch is *suspected*, not confirmed (that needs
+  ≥ 3 moving fetches, L2): L0 suspected and either LB(LASTMOD_NEWER) ≥ 0.3
+  (the complement of OVER_REPORTING) or fewer than 20 pages with evidence
+  ("from the sitemap alone"). L0 suspected requires the cluster to be recent
+  or externally aligned, so a bulk import never gets here.
+* PARTIAL only wraps PROVISIONAL / UNVERIFIABLE: the red flags (INVALID,
+  TZ_SHIFT, GENERATION_TIME, STALE, OVER_REPORTING) win and report coverage.
+* n_ev ≥ 20 but LB(agree) < 0.8 with no failure mode established gives
+  UNVERIFIABLE, with ``escalate`` set while the Wilson interval straddles 0.8
+  and fewer than 60 pages were sampled (§5b).
+
+Verdict order in :func:`static_verdict`: ABSENT, INVALID, TZ_SHIFT,
+GENERATION_TIME, STALE, OVER_REPORTING, PARTIAL, PROVISIONAL, UNVERIFIABLE.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sitemapcrawl.sitemaps.dates import format_utc
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from sitemapcrawl.sitemaps.dates import LastMod
+
+__all__ = [
+    "AGREE",
+    "FUTURE",
+    "LASTMOD_NEWER",
+    "LASTMOD_OLDER",
+    "NO_EVIDENCE",
+    "NO_LASTMOD",
+    "PUBDATE_AS_LASTMOD",
+    "TAU",
+    "TZ_SHIFT",
+    "VERDICTS",
+    "SegmentL0",
+    "SegmentL0Accumulator",
+    "Verdict",
+    "agreement",
+    "l0_signals",
+    "lastmod_interval",
+    "outcome_counts",
+    "static_verdict",
+    "wilson",
+]
+
+# --- thresholds (see the module docstring for their sources) --------------
+TAU = timedelta(minutes=60)
+TZ_SLACK = timedelta(hours=14)
+FUTURE_SLACK = timedelta(minutes=15)
+WINDOW_TIMESTAMP = timedelta(minutes=10)
+WINDOW_DATE = timedelta(days=1)
+RECENCY_DELTAS: dict[str, timedelta] = {
+    "10m": timedelta(minutes=10),
+    "1h": timedelta(hours=1),
+    "24h": timedelta(hours=24),
+    "48h": timedelta(hours=48),
+}
+RECENCY_EPSILON = FUTURE_SLACK
+MIN_N_L = 20
+ABSENT_COVERAGE = 0.1
+PARTIAL_COVERAGE = 0.9
+INVALID_SHARE = 0.2
+FUTURE_SHARE = 0.05
+GENERATION_WINDOW_SHARE = 0.9
+GENERATION_RECENCY = timedelta(hours=48)
+ALIGNMENT = timedelta(minutes=10)
+CLUSTERED_OLD_SHARE = 0.5
+TZ_TOLERANCE = 120.0
+TZ_MAX_HOURS = 14
+TZ_CONSISTENT_SHARE = 0.5
+TZ_MIN_LB = 0.10
+PUBDATE_GAP = timedelta(days=1)
+MIN_N_EV = 20
+PROVISIONAL_LB = 0.8
+STALE_LB = 0.10
+OVER_REPORTING_LB = 0.3
+ESCALATED_SAMPLE = 60
+Z = 1.96
+
+# --- L1 outcomes (§5c) ----------------------------------------------------
+AGREE = "AGREE"
+LASTMOD_NEWER = "LASTMOD_NEWER"
+LASTMOD_OLDER = "LASTMOD_OLDER"
+TZ_SHIFT = "TZ_SHIFT"  # reported as "TZ_SHIFT:<k>", k signed hours
+PUBDATE_AS_LASTMOD = "PUBDATE_AS_LASTMOD"
+FUTURE = "FUTURE"
+NO_EVIDENCE = "NO_EVIDENCE"
+NO_LASTMOD = "NO_LASTMOD"
+
+# --- verdicts (§0, §5d). TRUSTED needs the L2 recall bound. ---------------
+VERDICTS: tuple[str, ...] = (
+    "TRUSTED",
+    "PROVISIONAL",
+    "GENERATION_TIME",
+    "ABSENT",
+    "PARTIAL",
+    "STALE",
+    "OVER_REPORTING",
+    "TZ_SHIFT",
+    "INVALID",
+    "UNVERIFIABLE",
+)
+
+_MIN_DT = datetime.min.replace(tzinfo=UTC)
+_MAX_DT = datetime.max.replace(tzinfo=UTC)
+_DATE_PRECISIONS = frozenset({"year", "month", "day"})
+_TIME_PRECISIONS = frozenset({"minute", "second", "fraction"})
+_UNIT = {"minute": timedelta(minutes=1), "second": timedelta(seconds=1)}
+
+
+# --------------------------------------------------------------------------
+# Intervals and Wilson bounds
+# --------------------------------------------------------------------------
+
+
+def _utc(value: datetime) -> datetime:
+    """Aware UTC datetime; naive values are taken to be UTC."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _add(value: datetime, delta: timedelta) -> datetime:
+    """``value + delta`` clamped to the representable range."""
+    try:
+        return value + delta
+    except OverflowError:
+        return _MAX_DT if delta > timedelta(0) else _MIN_DT
+
+
+def _period_end(value: datetime, precision: str) -> datetime:
+    """Start of the period after the one *value* (its start) names."""
+    try:
+        if precision == "year":
+            return value.replace(year=value.year + 1, month=1, day=1)
+        if precision == "month":
+            if value.month == 12:
+                return value.replace(year=value.year + 1, month=1, day=1)
+            return value.replace(month=value.month + 1, day=1)
+    except ValueError:
+        return _MAX_DT
+    return _add(value, timedelta(days=1))
+
+
+def lastmod_interval(lm: LastMod, tau: timedelta = TAU) -> tuple[datetime, datetime]:
+    """Return the UTC interval ``(t_lo, t_hi)`` a lastmod may stand for (§5).
+
+    A timestamp with a timezone is widened by ±τ, one without by ±14 h ± τ; a
+    date covers its whole UTC day (month, year: the whole period) ± 14 h. The
+    value is truncated to its precision, so minute and second precisions also
+    cover the rest of that minute or second. Bounds are clamped to the
+    ``datetime`` range. Raises :class:`ValueError` for an invalid lastmod.
+
+    >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
+    >>> [format_utc(t) for t in lastmod_interval(parse_lastmod("2024-05-01T10:00:00Z"))]
+    ['2024-05-01T09:00:00Z', '2024-05-01T11:00:01Z']
+    >>> [format_utc(t) for t in lastmod_interval(parse_lastmod("2024-05-01T10:00:00"))]
+    ['2024-04-30T19:00:00Z', '2024-05-02T01:00:01Z']
+    >>> [format_utc(t) for t in lastmod_interval(parse_lastmod("2024-05-01"))]
+    ['2024-04-30T10:00:00Z', '2024-05-02T14:00:00Z']
+    >>> [format_utc(t) for t in lastmod_interval(parse_lastmod("2024-02"))]
+    ['2024-01-31T10:00:00Z', '2024-03-01T14:00:00Z']
+    """
+    value = lm.value
+    if value is None:
+        raise ValueError(f"invalid lastmod {lm.raw!r} has no interval")
+    value = _utc(value)
+    precision = lm.precision or "fraction"
+    if precision in _DATE_PRECISIONS:
+        return _add(value, -TZ_SLACK), _add(_period_end(value, precision), TZ_SLACK)
+    slack = tau + TZ_SLACK if "assumed_utc" in lm.flags else tau
+    end = _add(value, _UNIT.get(precision, timedelta(0)))
+    return _add(value, -slack), _add(end, slack)
+
+
+def wilson(successes: int, n: int, z: float = Z) -> tuple[float, float]:
+    """Wilson score interval ``(lower, upper)`` for ``successes`` out of ``n`` (§5b).
+
+    ``n = 0`` gives ``(0.0, 1.0)``; raises :class:`ValueError` unless
+    ``0 <= successes <= n``.
+
+    >>> round(wilson(30, 30)[0], 3), round(wilson(60, 60)[0], 3)
+    (0.886, 0.94)
+    >>> round(wilson(27, 30)[0], 3)
+    0.744
+    >>> round(wilson(0, 30)[1], 3), round(wilson(0, 60)[1], 3), round(wilson(0, 100)[1], 3)
+    (0.114, 0.06, 0.037)
+    >>> wilson(0, 0)
+    (0.0, 1.0)
+    """
+    if n < 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, got {successes} of {n}")
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    z2 = z * z
+    denom = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _hour_shift(delta_s: float) -> int | None:
+    """Signed k when ``delta_s`` is within 2 min of k hours, 1 <= |k| <= 14."""
+    k = round(delta_s / 3600)
+    if 1 <= abs(k) <= TZ_MAX_HOURS and abs(delta_s - k * 3600) < TZ_TOLERANCE:
+        return int(k)
+    return None
+
+
+# --------------------------------------------------------------------------
+# L0: the dispersion test
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentL0:
+    """The single-fetch L0 metrics of one segment (§5a).
+
+    Shares of values are over N_L (``n_lastmod``), except ``coverage`` (over
+    N) and ``invalid_share`` (over lastmod values present). Durations are in
+    seconds. ``window`` is ``"10min"`` or ``"1day"``. ``cluster_*`` describe
+    the densest window; ``tz_shift_k`` is the dominant hour shift of future
+    values (``tz_shift_share`` of them), ``None`` without one.
+    """
+
+    t_ref: datetime
+    news: bool
+    n: int
+    n_lastmod: int
+    n_invalid: int
+    n_distinct: int
+    coverage: float
+    invalid_share: float
+    mode_share: float
+    window: str
+    window_share: float
+    top2_share: float
+    distinct_ratio: float
+    entropy: float
+    recency_10m: float
+    recency_1h: float
+    recency_24h: float
+    recency_48h: float
+    cluster_start: datetime | None
+    cluster_end: datetime | None
+    cluster_centre: datetime | None
+    max_lastmod: datetime | None
+    alignment_s: float | None
+    alignment_source: str | None
+    gen_alignment_s: float | None
+    future_share: float
+    tz_shift_k: int | None
+    tz_shift_share: float
+    sentinel_share: float
+    date_only_share: float
+    no_tz_share: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly copy: floats rounded to 4 places, datetimes as ISO ``...Z``.
+
+        >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
+        >>> acc = SegmentL0Accumulator()
+        >>> acc.add(parse_lastmod("2024-05-01T10:00:00Z"))
+        >>> acc.add(None)
+        >>> d = acc.result(datetime(2024, 5, 2, tzinfo=UTC)).as_dict()
+        >>> d["coverage"], d["cluster_centre"], d["t_ref"]
+        (0.5, '2024-05-01T10:00:00Z', '2024-05-02T00:00:00Z')
+        """
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, float):
+                value = round(value, 4)
+            elif isinstance(value, datetime):
+                value = format_utc(value)
+            out[name] = value
+        return out
+
+
+# Normalised key of a parsed value: (value, precision, assumed_utc).
+_Key = tuple[datetime, str, bool]
+
+
+@dataclass
+class SegmentL0Accumulator:
+    """Stream one segment's lastmods into the L0 metrics, one entry at a time.
+
+    Memory is bounded by the number of distinct normalised values (a
+    :class:`~collections.Counter`), not by the number of URLs.
+
+    >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
+    >>> acc = SegmentL0Accumulator()
+    >>> for minute in range(25):
+    ...     acc.add(parse_lastmod(f"2024-05-01T10:{minute:02d}:00Z"))
+    >>> acc.add(parse_lastmod("garbage"))
+    >>> l0 = acc.result(datetime(2024, 5, 1, 10, 30, tzinfo=UTC))
+    >>> l0.n, l0.n_lastmod, round(l0.invalid_share, 4), round(l0.window_share, 2)
+    (26, 25, 0.0385, 0.44)
+    """
+
+    n: int = 0
+    n_invalid: int = 0
+    n_sentinel: int = 0
+    n_date_only: int = 0
+    n_no_tz: int = 0
+    counts: Counter[_Key] = field(default_factory=Counter)
+
+    def add(self, lastmod: LastMod | None) -> None:
+        """Count one URL entry; ``None`` means the entry has no ``<lastmod>``."""
+        self.n += 1
+        if lastmod is None:
+            return
+        value = lastmod.value
+        if value is None:
+            self.n_invalid += 1
+            return
+        flags = lastmod.flags
+        precision = lastmod.precision or "fraction"
+        assumed_utc = "assumed_utc" in flags
+        if "sentinel" in flags:
+            self.n_sentinel += 1
+        if precision in _DATE_PRECISIONS:
+            self.n_date_only += 1
+        if assumed_utc:
+            self.n_no_tz += 1
+        self.counts[(_utc(value), precision, assumed_utc)] += 1
+
+    def result(
+        self,
+        t_ref: datetime,
+        *,
+        sitemap_last_modified: datetime | None = None,
+        index_lastmod: datetime | None = None,
+        news: bool = False,
+    ) -> SegmentL0:
+        """Compute every single-fetch §5a metric at reference time ``t_ref``.
+
+        ``t_ref`` is the server clock (``Date`` minus ``Age``); naive datetimes
+        are taken to be UTC. ``sitemap_last_modified`` is the sitemap's HTTP
+        ``Last-Modified`` and ``index_lastmod`` the sitemapindex ``<lastmod>``
+        of this child, both used for alignment. ``news`` marks an
+        ``xmlns:news`` segment (recorded for :func:`l0_signals`).
+        """
+        t_ref = _utc(t_ref)
+        n_l = sum(self.counts.values())
+        present = n_l + self.n_invalid
+
+        def share(count: int, total: int = n_l) -> float:
+            return count / total if total else 0.0
+
+        # Native granularity: the same instant at the same precision is one value.
+        native: Counter[tuple[datetime, str]] = Counter()
+        by_value: Counter[datetime] = Counter()
+        future = 0
+        tz_votes: Counter[int] = Counter()
+        recency = dict.fromkeys(RECENCY_DELTAS, 0)
+        future_limit = _add(t_ref, FUTURE_SLACK)
+        recency_limit = _add(t_ref, RECENCY_EPSILON)
+        recency_from = {name: _add(t_ref, -delta) for name, delta in RECENCY_DELTAS.items()}
+        for (value, precision, assumed_utc), count in self.counts.items():
+            native[(value, precision)] += count
+            by_value[value] += count
+            lo, _ = _interval(value, precision, assumed_utc)
+            if lo > future_limit:
+                future += count
+                k = _hour_shift((value - t_ref).total_seconds())
+                if k is not None and k > 0:
+                    tz_votes[k] += count
+            if value <= recency_limit:
+                for name, start in recency_from.items():
+                    if value >= start:
+                        recency[name] += count
+
+        mode = max(native.values(), default=0)
+        entropy = 0.0
+        if n_l > 1:
+            entropy = -sum(c / n_l * math.log(c / n_l) for c in native.values()) / math.log(n_l)
+        date_mode = self.n_date_only * 2 > n_l
+        best, top2, span = (_day_windows if date_mode else _time_windows)(by_value)
+        centre = None if span is None else span[0] + (span[1] - span[0]) / 2
+
+        max_lastmod = max(by_value, default=None)
+        alignment_s = source = gen_alignment_s = None
+        if span is not None:
+            candidates = {
+                "last_modified": sitemap_last_modified,
+                "index_lastmod": index_lastmod,
+                "max_lastmod": max_lastmod,
+            }
+            for name, t_gen in candidates.items():
+                if t_gen is None:
+                    continue
+                distance = _distance(_utc(t_gen), span)
+                if alignment_s is None or distance < alignment_s:
+                    alignment_s, source = distance, name
+                if name != "max_lastmod" and (
+                    gen_alignment_s is None or distance < gen_alignment_s
+                ):
+                    gen_alignment_s = distance
+
+        tz_k: int | None = None
+        tz_share = 0.0
+        if tz_votes:
+            k, votes = max(tz_votes.items(), key=lambda kv: (kv[1], -kv[0]))
+            if votes >= TZ_CONSISTENT_SHARE * future:
+                tz_k, tz_share = k, votes / future
+
+        return SegmentL0(
+            t_ref=t_ref,
+            news=news,
+            n=self.n,
+            n_lastmod=n_l,
+            n_invalid=self.n_invalid,
+            n_distinct=len(native),
+            coverage=share(n_l, self.n),
+            invalid_share=share(self.n_invalid, present),
+            mode_share=share(mode),
+            window="1day" if date_mode else "10min",
+            window_share=share(best),
+            top2_share=share(top2),
+            distinct_ratio=share(len(native)),
+            entropy=entropy,
+            recency_10m=share(recency["10m"]),
+            recency_1h=share(recency["1h"]),
+            recency_24h=share(recency["24h"]),
+            recency_48h=share(recency["48h"]),
+            cluster_start=None if span is None else span[0],
+            cluster_end=None if span is None else span[1],
+            cluster_centre=centre,
+            max_lastmod=max_lastmod,
+            alignment_s=alignment_s,
+            alignment_source=source,
+            gen_alignment_s=gen_alignment_s,
+            future_share=share(future),
+            tz_shift_k=tz_k,
+            tz_shift_share=tz_share,
+            sentinel_share=share(self.n_sentinel),
+            date_only_share=share(self.n_date_only),
+            no_tz_share=share(self.n_no_tz),
+        )
+
+
+def _interval(
+    value: datetime, precision: str, assumed_utc: bool, tau: timedelta = TAU
+) -> tuple[datetime, datetime]:
+    """:func:`lastmod_interval` on the parts of a normalised key."""
+    if precision in _DATE_PRECISIONS:
+        return _add(value, -TZ_SLACK), _add(_period_end(value, precision), TZ_SLACK)
+    slack = tau + TZ_SLACK if assumed_utc else tau
+    return _add(value, -slack), _add(_add(value, _UNIT.get(precision, timedelta(0))), slack)
+
+
+def _distance(t: datetime, span: tuple[datetime, datetime]) -> float:
+    """Seconds from *t* to the closed span (0 inside)."""
+    if t < span[0]:
+        return (span[0] - t).total_seconds()
+    if t > span[1]:
+        return (t - span[1]).total_seconds()
+    return 0.0
+
+
+_Windows = tuple[int, int, tuple[datetime, datetime] | None]
+
+
+def _time_windows(by_value: Counter[datetime]) -> _Windows:
+    """Densest closed 10-minute window, best two disjoint windows, densest span.
+
+    Two pointers over the sorted distinct values: O(d log d) for d distinct
+    values. Among equally dense windows the most recent one wins.
+    """
+    values = sorted(by_value)
+    if not values:
+        return 0, 0, None
+    cum = [0]
+    for v in values:
+        cum.append(cum[-1] + by_value[v])
+    best = top2 = 0
+    span = (values[0], values[0])
+    prefix_best = [0] * (len(values) + 1)  # best window ending before index i
+    left = 0
+    for right, v in enumerate(values):
+        while v - values[left] > WINDOW_TIMESTAMP:
+            left += 1
+        count = cum[right + 1] - cum[left]
+        if count >= best:
+            best, span = count, (values[left], v)
+        top2 = max(top2, count + prefix_best[left])
+        prefix_best[right + 1] = max(prefix_best[right], count)
+    return best, top2, span
+
+
+def _day_windows(by_value: Counter[datetime]) -> _Windows:
+    """Densest UTC calendar day, best two days, and that day as a span."""
+    days: Counter[date] = Counter()
+    for value, count in by_value.items():
+        days[value.date()] += count
+    if not days:
+        return 0, 0, None
+    ranked = sorted(days.items(), key=lambda dc: (dc[1], dc[0]), reverse=True)
+    day, best = ranked[0]
+    top2 = best + (ranked[1][1] if len(ranked) > 1 else 0)
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    return best, top2, (start, _add(start, WINDOW_DATE))
+
+
+def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
+    """Flags raised by the §5a decision rules for one fetch of a segment.
+
+    ``absent``, ``partial``, ``too_few`` (N_L < 20), ``invalid``,
+    ``tz_shift:<k>``, ``generation_time_suspected`` and ``clustered_old``.
+    The two clustering flags need N_L ≥ 20 and are never raised for news
+    segments. See the module docstring for the exact rules.
+
+    >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
+    >>> now = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    >>> acc = SegmentL0Accumulator()
+    >>> for i in range(30):
+    ...     acc.add(parse_lastmod(f"2024-05-01T11:59:{i:02d}Z"))
+    >>> l0_signals(acc.result(now), now)
+    ['generation_time_suspected']
+    >>> l0_signals(acc.result(now, news=True), now)
+    []
+    """
+    t_ref = _utc(t_ref)
+    signals: list[str] = []
+    if l0.coverage < ABSENT_COVERAGE:
+        signals.append("absent")
+    elif l0.coverage < PARTIAL_COVERAGE:
+        signals.append("partial")
+    if l0.n_lastmod < MIN_N_L:
+        signals.append("too_few")
+    future_skewed = l0.future_share > FUTURE_SHARE
+    if l0.invalid_share > INVALID_SHARE or (future_skewed and l0.tz_shift_k is None):
+        signals.append("invalid")
+    if future_skewed and l0.tz_shift_k is not None:
+        signals.append(f"tz_shift:{l0.tz_shift_k}")
+    if l0.news or l0.n_lastmod < MIN_N_L or l0.cluster_centre is None:
+        return signals
+    recent = t_ref - l0.cluster_centre <= GENERATION_RECENCY
+    aligned = l0.gen_alignment_s is not None and l0.gen_alignment_s <= ALIGNMENT.total_seconds()
+    if l0.window_share >= GENERATION_WINDOW_SHARE and (recent or aligned):
+        signals.append("generation_time_suspected")
+    elif l0.window_share >= CLUSTERED_OLD_SHARE and not recent:
+        signals.append("clustered_old")
+    return signals
+
+
+# --------------------------------------------------------------------------
+# L1: the agreement test
+# --------------------------------------------------------------------------
+
+
+def agreement(
+    lastmod: LastMod | None,
+    modified: LastMod | None,
+    published: LastMod | None,
+    t_ref: datetime,
+    *,
+    tau: timedelta = TAU,
+) -> str:
+    """Compare one page's lastmod with its own evidence (§5c).
+
+    ``modified`` is the first usable page evidence in the §5c order
+    (``page_modified``, then HTTP ``Last-Modified``, then htmldate), chosen by
+    the caller; ``published`` is the page's ``datePublished``. Both sides are
+    widened by :func:`lastmod_interval`. Checked in this order: NO_LASTMOD;
+    ``TZ_SHIFT:<k>`` (disjoint intervals, both timestamps, and the lastmod is
+    k hours, 1 ≤ |k| ≤ 14, within 2 min, after the evidence); FUTURE (t_lo >
+    t_ref + 15 min); NO_EVIDENCE; AGREE (intervals meet); PUBDATE_AS_LASTMOD
+    (the lastmod meets ``published`` while the evidence is over a day after
+    it); LASTMOD_NEWER; LASTMOD_OLDER.
+
+    >>> from sitemapcrawl.sitemaps.dates import parse_lastmod as p
+    >>> now = datetime(2024, 6, 1, tzinfo=UTC)
+    >>> agreement(p("2024-05-01"), p("2024-05-01T20:00:00Z"), None, now)
+    'AGREE'
+    >>> agreement(p("2024-05-01T15:00:00Z"), p("2024-05-01T10:00:00Z"), None, now)
+    'TZ_SHIFT:5'
+    >>> agreement(p("2024-01-01T09:00:00Z"), p("2024-05-01T10:07:00Z"), None, now)
+    'LASTMOD_OLDER'
+    >>> agreement(p("2024-05-20T09:00:00Z"), None, None, now)
+    'NO_EVIDENCE'
+    """
+    if lastmod is None or lastmod.value is None:
+        return NO_LASTMOD
+    t_ref = _utc(t_ref)
+    l_lo, l_hi = lastmod_interval(lastmod, tau)
+    evidence = None
+    if modified is not None and modified.value is not None:
+        e_lo, e_hi = lastmod_interval(modified, tau)
+        evidence = (e_lo, e_hi, _utc(modified.value))
+        meets = l_lo <= e_hi and e_lo <= l_hi
+        if (
+            not meets
+            and lastmod.precision in _TIME_PRECISIONS
+            and modified.precision in _TIME_PRECISIONS
+        ):
+            k = _hour_shift((_utc(lastmod.value) - evidence[2]).total_seconds())
+            if k is not None:
+                return f"{TZ_SHIFT}:{k}"
+    if l_lo > _add(t_ref, FUTURE_SLACK):
+        return FUTURE
+    if evidence is None:
+        return NO_EVIDENCE
+    e_lo, e_hi, e_value = evidence
+    if l_lo <= e_hi and e_lo <= l_hi:
+        return AGREE
+    if published is not None and published.value is not None and l_hi < e_lo:
+        p_lo, p_hi = lastmod_interval(published, tau)
+        if l_lo <= p_hi and p_lo <= l_hi and e_value - _utc(published.value) > PUBDATE_GAP:
+            return PUBDATE_AS_LASTMOD
+    return LASTMOD_NEWER if l_lo > e_hi else LASTMOD_OLDER
+
+
+# --------------------------------------------------------------------------
+# Static verdict (L0 + L1)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A segment verdict with a one-sentence human reason and its evidence."""
+
+    name: str
+    reason: str
+    evidence: dict[str, Any]
+
+
+_L0_USED = (
+    "n",
+    "n_lastmod",
+    "coverage",
+    "invalid_share",
+    "future_share",
+    "tz_shift_k",
+    "window",
+    "window_share",
+    "cluster_centre",
+    "alignment_s",
+    "gen_alignment_s",
+    "news",
+)
+
+
+def _tz_k(outcome: str) -> int | None:
+    if outcome.startswith(TZ_SHIFT + ":"):
+        try:
+            return int(outcome[len(TZ_SHIFT) + 1 :])
+        except ValueError:
+            return None
+    return None
+
+
+def _bound(label: str, successes: int, n: int, threshold: float) -> dict[str, Any]:
+    lo, hi = wilson(successes, n)
+    return {
+        "proportion": label,
+        "successes": successes,
+        "n": n,
+        "lower": round(lo, 4),
+        "upper": round(hi, 4),
+        "threshold": threshold,
+    }
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def static_verdict(l0: SegmentL0, outcomes: Sequence[str], t_ref: datetime) -> Verdict:
+    """Judge a segment from one sitemap fetch (L0) and its sampled pages (L1).
+
+    ``outcomes`` are the :func:`agreement` results of the sampled pages. The
+    rules are tried in order: ABSENT, INVALID, TZ_SHIFT, GENERATION_TIME,
+    STALE, OVER_REPORTING, PARTIAL (wrapping the dated subset's PROVISIONAL or
+    UNVERIFIABLE), PROVISIONAL, UNVERIFIABLE. ``TRUSTED`` needs the L2 recall
+    bound (§5d) and is never returned here.
+
+    >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
+    >>> now = datetime(2024, 6, 1, tzinfo=UTC)
+    >>> acc = SegmentL0Accumulator()
+    >>> for day in range(1, 31):
+    ...     acc.add(parse_lastmod(f"2024-04-{day:02d}T08:00:00Z"))
+    >>> v = static_verdict(acc.result(now), ["AGREE"] * 27 + ["LASTMOD_NEWER"] * 3, now)
+    >>> v.name
+    'UNVERIFIABLE'
+    >>> for part in v.reason.split("; "):
+    ...     print(part)
+    27 of 30 sampled pages agree (Wilson lower bound 0.74 < 0.80)
+    escalate the sample to 60 pages.
+    """
+    t_ref = _utc(t_ref)
+    signals = l0_signals(l0, t_ref)
+    counts = Counter(outcomes)
+    n_sampled = len(outcomes)
+    n_ev = n_sampled - counts[NO_EVIDENCE] - counts[NO_LASTMOD]
+    l0_used = {k: v for k, v in l0.as_dict().items() if k in _L0_USED}
+    evidence: dict[str, Any] = {
+        "n_sampled": n_sampled,
+        "n_ev": n_ev,
+        "counts": dict(sorted(counts.items())),
+        "signals": signals,
+        "l0": l0_used,
+    }
+
+    def verdict(name: str, reason: str, **extra: Any) -> Verdict:
+        return Verdict(name, reason, {**evidence, **extra})
+
+    # ABSENT (§5a coverage, §5d)
+    if l0.coverage < ABSENT_COVERAGE:
+        return verdict(
+            "ABSENT",
+            f"Only {l0.n_lastmod} of {l0.n} URLs carry a usable lastmod "
+            f"(coverage {l0.coverage:.2f} < {ABSENT_COVERAGE:.2f}); "
+            "the sitemap serves for discovery only.",
+        )
+
+    # L1 hour shifts: the dominant k among disagreeing pages (§5c).
+    disagreeing = n_ev - counts[AGREE]
+    tz_counts: Counter[int] = Counter()
+    for outcome, count in counts.items():
+        k = _tz_k(outcome)
+        if k is not None:
+            tz_counts[k] += count
+    l1_k: int | None = None
+    l1_k_count = 0
+    if tz_counts:
+        l1_k, l1_k_count = max(tz_counts.items(), key=lambda kv: (kv[1], -abs(kv[0]), kv[0]))
+        if l1_k_count < TZ_CONSISTENT_SHARE * disagreeing:
+            l1_k, l1_k_count = None, 0
+    l1_tz = l1_k is not None and wilson(l1_k_count, n_ev)[0] >= TZ_MIN_LB
+    l0_tz = any(s.startswith("tz_shift:") for s in signals)
+
+    # INVALID (§5d)
+    if l0.invalid_share > INVALID_SHARE:
+        return verdict(
+            "INVALID",
+            f"{l0.n_invalid} of {l0.n_invalid + l0.n_lastmod} lastmod values are unparseable "
+            f"({_pct(l0.invalid_share)} > {_pct(INVALID_SHARE)}).",
+        )
+    if l0.future_share > FUTURE_SHARE and l0.tz_shift_k is None and not l1_tz:
+        return verdict(
+            "INVALID",
+            f"{_pct(l0.future_share)} of lastmod values lie more than 15 minutes after the "
+            f"server clock (> {_pct(FUTURE_SHARE)}) with no consistent whole-hour offset.",
+        )
+
+    # TZ_SHIFT (§5a hour multiples, §5c)
+    if l0_tz and l0.tz_shift_k is not None:
+        return verdict(
+            "TZ_SHIFT",
+            f"{_pct(l0.future_share)} of lastmod values are in the future, "
+            f"{_pct(l0.tz_shift_share)} of those by {l0.tz_shift_k} h within 2 minutes; "
+            f"correct by -{l0.tz_shift_k} h and re-test.",
+            k=l0.tz_shift_k,
+            source="L0",
+        )
+    if l1_tz and l1_k is not None:
+        lo = wilson(l1_k_count, n_ev)[0]
+        return verdict(
+            "TZ_SHIFT",
+            f"{l1_k_count} of {disagreeing} disagreeing pages ({l1_k_count} of {n_ev} with "
+            f"evidence, Wilson lower bound {lo:.2f} >= {TZ_MIN_LB:.2f}) are off by "
+            f"{l1_k:+d} h; correct by {-l1_k:+d} h and re-test.",
+            k=l1_k,
+            source="L1",
+            bound=_bound("TZ_SHIFT", l1_k_count, n_ev, TZ_MIN_LB),
+        )
+
+    newer = counts[LASTMOD_NEWER]
+    newer_lb = wilson(newer, n_ev)[0]
+    suspected = "generation_time_suspected" in signals
+
+    # GENERATION_TIME, suspected (§5a + §5c; confirmation needs L2)
+    if suspected and (newer_lb >= OVER_REPORTING_LB or n_ev < MIN_N_EV):
+        assert l0.cluster_centre is not None
+        age_h = (t_ref - l0.cluster_centre).total_seconds() / 3600
+        side = "before" if age_h >= 0 else "after"
+        l0_part = (
+            f"{_pct(l0.window_share)} of {l0.n_lastmod} lastmods fall in one "
+            f"{l0.window} window centred {abs(age_h):.1f} h {side} the server clock"
+        )
+        if n_ev < MIN_N_EV:
+            return verdict(
+                "GENERATION_TIME",
+                f"{l0_part}, and only {n_ev} sampled pages carry evidence (< {MIN_N_EV}): "
+                "suspected from the sitemap alone, unconfirmed.",
+                basis="L0",
+                confirmed=False,
+            )
+        return verdict(
+            "GENERATION_TIME",
+            f"{l0_part}, and {newer} of {n_ev} sampled pages have an older modification date "
+            f"than the lastmod (Wilson lower bound {newer_lb:.2f} >= {OVER_REPORTING_LB:.2f}).",
+            basis="L0+L1",
+            confirmed=False,
+            bound=_bound(LASTMOD_NEWER, newer, n_ev, OVER_REPORTING_LB),
+        )
+
+    # STALE (§5c)
+    older = counts[LASTMOD_OLDER] + counts[PUBDATE_AS_LASTMOD]
+    older_lb = wilson(older, n_ev)[0]
+    if n_ev and older_lb >= STALE_LB:
+        return verdict(
+            "STALE",
+            f"{older} of {n_ev} sampled pages were modified after their lastmod "
+            f"({counts[PUBDATE_AS_LASTMOD]} with lastmod = datePublished; "
+            f"Wilson lower bound {older_lb:.2f} >= {STALE_LB:.2f}).",
+            bound=_bound("LASTMOD_OLDER+PUBDATE_AS_LASTMOD", older, n_ev, STALE_LB),
+        )
+
+    # OVER_REPORTING (§5c): lastmod ahead of the pages, no generation-time signature
+    if n_ev and newer_lb >= OVER_REPORTING_LB and not suspected:
+        return verdict(
+            "OVER_REPORTING",
+            f"{newer} of {n_ev} sampled pages have an older modification date than the lastmod "
+            f"(Wilson lower bound {newer_lb:.2f} >= {OVER_REPORTING_LB:.2f}) and the sitemap "
+            "shows no generation-time signature.",
+            bound=_bound(LASTMOD_NEWER, newer, n_ev, OVER_REPORTING_LB),
+        )
+
+    # PROVISIONAL / UNVERIFIABLE of the dated values (§5c)
+    agreeing = counts[AGREE] + (tz_counts[l1_k] if l1_k is not None else 0)
+    lo, hi = wilson(agreeing, n_ev)
+    bound = _bound("AGREE+TZ_corrected", agreeing, n_ev, PROVISIONAL_LB)
+    corrected = (
+        f" (incl. {agreeing - counts[AGREE]} after a {l1_k:+d} h correction)"
+        if (l1_k is not None and agreeing > counts[AGREE])
+        else ""
+    )
+    if n_ev >= MIN_N_EV and lo >= PROVISIONAL_LB:
+        name = "PROVISIONAL"
+        reason = (
+            f"{agreeing} of {n_ev} sampled pages agree{corrected} "
+            f"(Wilson lower bound {lo:.2f} >= {PROVISIONAL_LB:.2f})."
+        )
+        extra: dict[str, Any] = {}
+    elif n_ev < MIN_N_EV:
+        name = "UNVERIFIABLE"
+        reason = f"Only {n_ev} of {n_sampled} sampled pages carry page evidence (< {MIN_N_EV})."
+        extra = {"escalate": n_sampled < ESCALATED_SAMPLE}
+    else:
+        name = "UNVERIFIABLE"
+        escalate = hi >= PROVISIONAL_LB and n_sampled < ESCALATED_SAMPLE
+        tail = (
+            f"; escalate the sample to {ESCALATED_SAMPLE} pages."
+            if escalate
+            else "; no single failure mode is established."
+        )
+        reason = (
+            f"{agreeing} of {n_ev} sampled pages agree{corrected} "
+            f"(Wilson lower bound {lo:.2f} < {PROVISIONAL_LB:.2f}){tail}"
+        )
+        extra = {"escalate": escalate}
+
+    # PARTIAL (§5a): judge the dated subset, schedule the rest as untrusted.
+    if l0.coverage < PARTIAL_COVERAGE:
+        return verdict(
+            "PARTIAL",
+            f"Only {l0.n_lastmod} of {l0.n} URLs ({_pct(l0.coverage)}) carry a lastmod; "
+            f"the dated subset is {name}: {reason[0].lower()}{reason[1:]}",
+            bound=bound,
+            subset_verdict=name,
+            subset_reason=reason,
+            **extra,
+        )
+    # TRUSTED hook: needs L2 (R_lo >= 0.9 with enough TP, §5d); promote from
+    # PROVISIONAL there, never from a single fetch.
+    return verdict(name, reason, bound=bound, **extra)
+
+
+def outcome_counts(outcomes: Iterable[str]) -> dict[str, int]:
+    """Count outcomes, folding every ``TZ_SHIFT:<k>`` into ``TZ_SHIFT``.
+
+    >>> outcome_counts(["AGREE", "TZ_SHIFT:2", "TZ_SHIFT:-3", "AGREE"])
+    {'AGREE': 2, 'TZ_SHIFT': 2}
+    """
+    counts: Counter[str] = Counter()
+    for outcome in outcomes:
+        counts[TZ_SHIFT if _tz_k(outcome) is not None else outcome] += 1
+    return dict(counts)
