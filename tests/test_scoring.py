@@ -989,3 +989,18 @@ def test_stratified_proportion() -> None:
     p, var = stratified_proportion({"a": (100, 5, 10), "b": (100, 10, 10), "c": (50, 0, 0)})
     assert p == pytest.approx(0.75)
     assert var == pytest.approx(0.25 * 0.25 / 10)
+
+
+def test_news_sitemap_stamped_with_one_second_is_generation_time() -> None:
+    """The seed guide's first real failure: a news sitemap whose every entry carried the
+    file's generation time, so "changed in the last six hours" returned everything."""
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    stamped = SegmentL0Accumulator()
+    honest = SegmentL0Accumulator()
+    for i in range(40):
+        stamped.add(parse_lastmod("2026-11-29T11:58:07Z"))
+        honest.add(parse_lastmod(f"2026-11-29T{(i % 12):02d}:{i:02d}:00Z"))
+    assert "generation_time_suspected" in l0_signals(stamped.result(now, news=True), now)
+    assert "generation_time_suspected" not in l0_signals(honest.result(now, news=True), now)
+    verdict = static_verdict(stamped.result(now, news=True), [], now)
+    assert verdict.name == "GENERATION_TIME"

@@ -141,6 +141,8 @@ RECENCY_DELTAS: dict[str, timedelta] = {
 }
 RECENCY_EPSILON = FUTURE_SLACK
 MIN_N_L = 20
+#: News segments: at least this many entries sharing one timestamp to the second.
+NEWS_MIN_N_L = 10
 ABSENT_COVERAGE = 0.1
 PARTIAL_COVERAGE = 0.9
 INVALID_SHARE = 0.2
@@ -603,7 +605,7 @@ def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
     ...     acc.add(parse_lastmod(f"2024-05-01T11:59:{i:02d}Z"))
     >>> l0_signals(acc.result(now), now)
     ['generation_time_suspected']
-    >>> l0_signals(acc.result(now, news=True), now)
+    >>> l0_signals(acc.result(now, news=True), now)  # 30 distinct seconds: fine for news
     []
     """
     t_ref = _utc(t_ref)
@@ -619,7 +621,19 @@ def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
         signals.append("invalid")
     if future_skewed and l0.tz_shift_k is not None:
         signals.append(f"tz_shift:{l0.tz_shift_k}")
-    if l0.news or l0.n_lastmod < MIN_N_L or l0.cluster_centre is None:
+    if l0.news and l0.cluster_centre is not None:
+        # News sitemaps cluster by nature (the last 48 hours of articles), so the window
+        # rules do not apply; but distinct articles cannot all carry the same second. The
+        # seed guide's first real failure: every entry stamped with the file's generation.
+        if (
+            l0.n_lastmod >= NEWS_MIN_N_L
+            and l0.mode_share >= GENERATION_WINDOW_SHARE
+            and l0.date_only_share < 0.5
+            and t_ref - l0.cluster_centre <= GENERATION_RECENCY
+        ):
+            signals.append("generation_time_suspected")
+        return signals
+    if l0.n_lastmod < MIN_N_L or l0.cluster_centre is None:
         return signals
     recent = t_ref - l0.cluster_centre <= GENERATION_RECENCY
     aligned = l0.gen_alignment_s is not None and l0.gen_alignment_s <= ALIGNMENT.total_seconds()
