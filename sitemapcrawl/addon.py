@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from .distributed import redis_settings
 from .extensions import SitemapProgressExtension
+from .middlewares import SitemapLastmodMiddleware
+from .pipelines import PageSamplingPipeline
+from .robotstxt import SitemapRobotsTxtMiddleware
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -51,6 +54,14 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_ROBOTS_MAX_SIZE": 5 * 1024 * 1024,  # bytes downloaded for robots.txt
     # Output
     "SITEMAPCRAWL_DEDUPLICATE": True,  # one item per URL even when listed in several files
+    # Lastmod verification (sitemapcrawl.middlewares, sitemapcrawl.pipelines)
+    "SITEMAPCRAWL_VERIFY_ENABLED": True,  # L0 verdicts per segment and the site report
+    "SITEMAPCRAWL_SAMPLE_ENABLED": False,  # fetch sample pages (argument: sample=on)
+    "SITEMAPCRAWL_SAMPLE_SEGMENT_BUDGET": 30,
+    "SITEMAPCRAWL_SAMPLE_SITE_BUDGET": 150,
+    "SITEMAPCRAWL_SAMPLE_PANEL": 10,  # fixed URLs re-fetched every run, within the budget
+    "SITEMAPCRAWL_SAMPLE_SEED": "sitemapcrawl",
+    "SITEMAPCRAWL_REPORT_PATH": "",  # also write the site report as JSON here
     # Production
     "SITEMAPCRAWL_PROXY": "",  # every request through this proxy (argument: proxy)
     # Workers sharing a crawl through scrapy-redis (see sitemapcrawl.distributed)
@@ -60,6 +71,9 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_PROGRESS_ENABLED": True,
     "SITEMAPCRAWL_PROGRESS_INTERVAL": 60.0,
 }
+
+
+_STOCK_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 
 
 class SitemapCrawlAddon:
@@ -90,3 +104,18 @@ class SitemapCrawlAddon:
             "addon",
         )
         settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapProgressExtension, 500)
+        settings.setdefault_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", SitemapLastmodMiddleware, 550
+        )
+        settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", PageSamplingPipeline, 300)
+        # Scrapy's robots.txt middleware lets concurrent waiters through (see robotstxt.py):
+        # ours takes its place, unless a project disabled it on purpose.
+        middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+        if middlewares.get(_STOCK_ROBOTS, 0) is not None:
+            middlewares[_STOCK_ROBOTS] = None
+            middlewares.setdefault(SitemapRobotsTxtMiddleware, 100)
+            settings.set(
+                "DOWNLOADER_MIDDLEWARES",
+                middlewares,
+                priority=settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0,
+            )

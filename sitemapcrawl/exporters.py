@@ -19,7 +19,7 @@ from scrapy.exporters import (
     JsonLinesItemExporter,
 )
 
-from sitemapcrawl.items import SitemapUrlItem
+from sitemapcrawl.items import SitemapUrlItem, SiteReport
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -63,8 +63,14 @@ class SitemapCsvItemExporter(_DirectFields, CsvItemExporter):
 
     Lists of strings become ``a|b`` (flags), booleans ``true``/``false``, and structured
     extension data (news, images, videos, alternates) compact JSON, so nothing is lost and
-    every cell parses back.
+    every cell parses back. The ``SiteReport`` has no place in a table of URLs: CSV feeds
+    leave it out (JSON feeds and ``SITEMAPCRAWL_REPORT_PATH`` have it).
     """
+
+    def export_item(self, item: Any) -> None:
+        if type(item) is SiteReport:
+            return
+        super().export_item(item)
 
     def serialize_field(self, field: Any, name: str, value: Any) -> Any:
         if isinstance(value, bool):

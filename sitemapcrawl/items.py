@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SitemapUrlItem"]
+__all__ = ["SiteReport", "SitemapUrlItem"]
 
 
 @dataclass(slots=True)
@@ -41,3 +41,26 @@ class SitemapUrlItem:
     alternates: list[dict[str, Any]] = field(default_factory=list)
     mobile: bool = False
     flags: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SiteReport:
+    """One per crawl, after the URL items: what was found, and whether lastmod can be trusted.
+
+    ``sitemaps``: how the top-level sitemaps were found and how many files were read or
+    failed; ``urls``: URL counts; ``limits`` and ``errors``: the limits hit and the faults
+    met (from the ``sitemapcrawl/`` stats); ``segments``: per segment its URL count, the L0
+    dispersion metrics, the sampled pages (when sampling ran), the verdict and its reason;
+    ``site_verdict``: the verdict covering most URLs and the share of URLs whose segment's
+    lastmod may be used; ``sample``: the sampling budget and what was fetched.
+    """
+
+    origin: str
+    generated_at: str
+    sitemaps: dict[str, Any] = field(default_factory=dict)
+    urls: dict[str, Any] = field(default_factory=dict)
+    limits: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    segments: list[dict[str, Any]] = field(default_factory=list)
+    site_verdict: dict[str, Any] = field(default_factory=dict)
+    sample: dict[str, Any] = field(default_factory=dict)

@@ -111,6 +111,12 @@ def test_jsonl_feed(site: Callable[[str], MockServer], tmp_path: Path) -> None:
     out = tmp_path / "urls.jsonl"
     stderr, stats = scrapy_crawl("-a", f"origin={server.base}", out=out)
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    report = rows.pop()  # the site report closes the feed
+    assert report["origin"] == server.base
+    assert {s["segment"] for s in report["segments"]} == {
+        "/", "/sitemaps/news.xml", "/_/gzip/sitemaps/posts.xml", "/sitemaps/archive.xml",
+        f"{server.alt_base}/cdn/extra.xml",
+    }  # fmt: skip
     assert {r["url"]: (r["sitemap"], r["lastmod"]) for r in rows} == expected(server)
     assert all(list(r) == FIELDS for r in rows)
     gallery = next(r for r in rows if r["url"].endswith("/gallery"))
@@ -122,7 +128,7 @@ def test_jsonl_feed(site: Callable[[str], MockServer], tmp_path: Path) -> None:
         "license": None,
     }
     assert stats["finish_reason"] == "'finished'"
-    assert stats["item_scraped_count"] == "9"
+    assert stats["item_scraped_count"] == "10"  # 9 URLs and the site report
     assert stats["sitemapcrawl/urls/found_count"] == "9"
     assert "log_count/ERROR" not in stats
     assert "Sitemap crawl finished (finished): 6 sitemaps read, 1 failed, 9 URLs found" in stderr
@@ -135,6 +141,7 @@ def test_csv_and_json_feeds(site: Callable[[str], MockServer], tmp_path: Path, f
     scrapy_crawl("-a", f"origin={server.base}", out=out)
     if fmt == "json":
         rows = json.loads(out.read_text(encoding="utf-8"))
+        assert "segments" in rows.pop()  # the site report closes the feed
         assert {r["url"]: (r["sitemap"], r["lastmod"]) for r in rows} == expected(server)
         return
     with out.open(newline="", encoding="utf-8") as handle:

@@ -168,6 +168,13 @@ async def test_basic_site(site: Callable[[str], MockServer]) -> None:
         "sitemapcrawl/scope/dropped_count/other_host": 1,
         "sitemapcrawl/urls/duplicate_count": 1,
         "sitemapcrawl/urls/found_count": 9,
+        # The lastmod middleware and the L0 verdicts (no page is sampled by default).
+        "sitemapcrawl/lastmod/present_count": 3,
+        "sitemapcrawl/lastmod/invalid_count": 1,
+        "sitemapcrawl/lastmod/missing_count": 5,
+        "sitemapcrawl/verdict_count/ABSENT": 3,  # /, news, the CDN file: no lastmod at all
+        "sitemapcrawl/verdict_count/INVALID": 1,  # posts: 1 of 3 lastmods is not a date
+        "sitemapcrawl/verdict_count/PARTIAL": 1,  # archive: 1 of 2 URLs dated
     }
     stats = crawler.stats.get_stats()  # type: ignore[union-attr]
     assert stats["finish_reason"] == "finished"
@@ -236,6 +243,10 @@ async def test_fallback_guessing_when_robots_is_missing(site: Callable[[str], Mo
         "sitemapcrawl/sitemaps/parsed_count/text": 1,
         "sitemapcrawl/urls/duplicate_count": 1,
         "sitemapcrawl/urls/found_count": 3,
+        "sitemapcrawl/lastmod/present_count": 1,
+        "sitemapcrawl/lastmod/missing_count": 2,
+        "sitemapcrawl/verdict_count/ABSENT": 1,
+        "sitemapcrawl/verdict_count/PARTIAL": 1,
     }
     stats = crawler.stats.get_stats()  # type: ignore[union-attr]
     assert "log_count/WARNING" not in stats  # each miss is quiet

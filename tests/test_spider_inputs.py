@@ -52,6 +52,11 @@ async def test_given_sitemaps_decode_whatever_the_wrapping(mockserver: MockServe
         "sitemapcrawl/sitemaps/failed_count/http_404": 1,
         "sitemapcrawl/entries/lastmod_invalid_count": 1,
         "sitemapcrawl/urls/found_count": 6,
+        "sitemapcrawl/lastmod/present_count": 2,
+        "sitemapcrawl/lastmod/invalid_count": 1,
+        "sitemapcrawl/lastmod/missing_count": 3,
+        "sitemapcrawl/verdict_count/ABSENT": 2,
+        "sitemapcrawl/verdict_count/INVALID": 1,
     }
 
 
@@ -84,6 +89,8 @@ async def test_broken_sitemaps_are_counted_and_keep_what_was_read(mockserver: Mo
         "sitemapcrawl/errors/xml_syntax_error_count": 2,
         "sitemapcrawl/entries/entry_truncated_count": 2,
         "sitemapcrawl/urls/found_count": 1,
+        "sitemapcrawl/lastmod/present_count": 1,
+        "sitemapcrawl/verdict_count/UNVERIFIABLE": 1,
     }
     all_stats = crawler.stats.get_stats()  # type: ignore[union-attr]
     assert all_stats["finish_reason"] == "finished"

@@ -28,6 +28,7 @@ from sitemapcrawl.sitemaps import Limits, SitemapReader, SitemapRef, UrlEntry
 from sitemapcrawl.sitemaps.robots import parse_robots
 from sitemapcrawl.sitemaps.scope import SCOPE_MODES, ScopePolicy, private_address
 from sitemapcrawl.sitemaps.seen import SeenUrls
+from sitemapcrawl.verification import site_verification
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -44,6 +45,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["SitemapCrawlSpider", "SitemapTask"]
 
 _GUESS_MODES = ("off", "fallback", "always")
+_SWITCH = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False}
 _ERROR_STATUSES = list(range(400, 600))
 _P = "sitemapcrawl/"
 _SITEMAP_META = "sitemapcrawl_sitemap"  # marks sitemap requests (for pause/resume)
@@ -130,6 +132,7 @@ class SitemapCrawlSpider(SitemapSpider):
         "scope",
         "guess",
         "proxy",
+        "sample",
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -143,6 +146,7 @@ class SitemapCrawlSpider(SitemapSpider):
             )
         super().__init__(*args, **kwargs)
         self.argument_error: str | None = None
+        self.sample_pages: bool | None = None
         self._configured = False
         self._visited: set[str] = set()
         self._seen_urls = SeenUrls()
@@ -186,6 +190,10 @@ class SitemapCrawlSpider(SitemapSpider):
                 raise ValueError(
                     f"argument guess={self.guess!r} is not one of {', '.join(_GUESS_MODES)}"
                 )
+            sample = raw.get("sample")
+            if sample is not None and str(sample).strip().lower() not in _SWITCH:
+                raise ValueError(f"argument sample={sample!r} is not one of on, off")
+            self.sample_pages = _SWITCH[str(sample).strip().lower()] if sample else None
             proxy = raw.get("proxy") or settings.get("SITEMAPCRAWL_PROXY")
             self._proxy_meta = {"proxy": _http_url("proxy", proxy)} if proxy else {}
             if not self.origin and not self.sitemap_urls:
@@ -221,6 +229,11 @@ class SitemapCrawlSpider(SitemapSpider):
             max_loc_length=settings.getint("SITEMAPCRAWL_MAX_LOC_LENGTH"),
         )
         self._policies: dict[str, ScopePolicy] = {}
+
+    @property
+    def discovery_pending(self) -> bool:
+        """Sitemaps are still held back here: discovery is not over even if Scrapy is idle."""
+        return bool(self._waiting)
 
     @property
     def stats(self) -> StatsCollector:
@@ -708,6 +721,15 @@ class SitemapCrawlSpider(SitemapSpider):
             )
             if request := self._sitemap_request(child_task, priority=-rank - task.depth * 1000):
                 yield request
+
+    # -- the site report -----------------------------------------------------------------
+
+    def site_report(self, response: Response) -> Iterator[Any]:
+        """Yield the site report, the feed's last item (requested by the sampling pipeline
+        once discovery and sampling are over)."""
+        builder = site_verification(self.crawler).report_builder
+        if builder is not None:
+            yield builder()
 
     # -- sitemap_filter compatibility ----------------------------------------------------
 

@@ -9,6 +9,7 @@ from scrapy import signals
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
+from sitemapcrawl.items import SiteReport
 from sitemapcrawl.spiders.sitemap import SitemapCrawlSpider
 
 if TYPE_CHECKING:
@@ -44,16 +45,28 @@ async def crawl(
     settings: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> tuple[list[dict[str, Any]], Crawler]:
-    """Crawl to the end; return the scraped items (as dicts) and the crawler (for stats)."""
+    """Crawl to the end; return the URL items (as dicts) and the crawler (for stats)."""
+    items, _, crawler = await crawl_with_report(spidercls, settings, **kwargs)
+    return items, crawler
+
+
+async def crawl_with_report(
+    spidercls: type[SitemapCrawlSpider] = SitemapCrawlSpider,
+    settings: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None, Crawler]:
+    """Crawl to the end; return the other items, the site report (or None) and the crawler."""
     crawler = get_crawler(spidercls, project_settings(settings))
     items: list[dict[str, Any]] = []
+    reports: list[dict[str, Any]] = []
 
     def collect(item: Any) -> None:  # a named function: signal receivers are weak refs
-        items.append(ItemAdapter(item).asdict())
+        (reports if type(item) is SiteReport else items).append(ItemAdapter(item).asdict())
 
     crawler.signals.connect(collect, signal=signals.item_scraped)
     await crawler.crawl_async(**kwargs)
-    return items, crawler
+    assert len(reports) <= 1
+    return items, reports[0] if reports else None, crawler
 
 
 def our_stats(crawler: Crawler) -> dict[str, Any]:

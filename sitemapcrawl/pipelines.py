@@ -1,0 +1,366 @@
+"""The page-sampling pipeline: sample pages per segment, read their own dates, judge lastmod.
+
+Items stream through ``process_item``, which offers each URL to its segment's seeded,
+stratified sampler (memory O(budget) per segment). When discovery is over (the spider is
+idle), the samples are fetched through the Scrapy engine, politely (robots.txt obeyed,
+AutoThrottle and the download slots apply), each page's own modification date is read with
+extruct (``sitemapcrawl.verify.pagedates``) and compared with its lastmod; then every segment
+gets a verdict and one ``SiteReport`` item closes the feed (and is written to
+``SITEMAPCRAWL_REPORT_PATH`` when set).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import logging
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy.utils.defer import deferred_from_coro
+from twisted.python.failure import Failure
+
+from sitemapcrawl.items import SitemapUrlItem, SiteReport
+from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
+from sitemapcrawl.verification import site_verification
+from sitemapcrawl.verify.pagedates import page_evidence
+from sitemapcrawl.verify.sampling import SegmentSampler, allocate
+from sitemapcrawl.verify.scoring import agreement, static_verdict
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.core.engine import ExecutionEngine
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.spiders import Spider
+
+    from sitemapcrawl.verification import SegmentRecord
+    from sitemapcrawl.verify.sampling import SampledUrl
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["PageSamplingPipeline"]
+
+_P = "sitemapcrawl/sample/"
+_USABLE = frozenset({"TRUSTED", "PROVISIONAL", "OVER_REPORTING"})
+_SAMPLE_META = "sitemapcrawl_sample"
+_DISCOVERY_STATS = ("sitemapcrawl/sitemaps/", "sitemapcrawl/robots/", "sitemapcrawl/guess/")
+
+
+class PageSamplingPipeline:
+    """Sample pages per segment, fetch them, extract their dates, give each segment a verdict.
+
+    Settings: ``SITEMAPCRAWL_VERIFY_ENABLED`` (L0 verdicts and the report),
+    ``SITEMAPCRAWL_SAMPLE_ENABLED`` (fetch pages; argument ``sample=on``),
+    ``SITEMAPCRAWL_SAMPLE_SEGMENT_BUDGET``, ``SITEMAPCRAWL_SAMPLE_SITE_BUDGET``,
+    ``SITEMAPCRAWL_SAMPLE_PANEL``, ``SITEMAPCRAWL_SAMPLE_SEED``, ``SITEMAPCRAWL_REPORT_PATH``.
+    Meta written on page requests: ``sitemapcrawl_sample``. Stats:
+    ``sitemapcrawl/sample/requested_count``, ``fetched_count``, ``failed_count``,
+    ``outcome_count/<OUTCOME>``, ``sitemapcrawl/verdict_count/<VERDICT>``.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        if not settings.getbool("SITEMAPCRAWL_VERIFY_ENABLED"):
+            raise NotConfigured("SITEMAPCRAWL_VERIFY_ENABLED is off")
+        self.crawler = crawler
+        self.site = site_verification(crawler)
+        self._sampling_setting = settings.getbool("SITEMAPCRAWL_SAMPLE_ENABLED")
+        self._sampling: bool | None = None
+        self.segment_budget = settings.getint("SITEMAPCRAWL_SAMPLE_SEGMENT_BUDGET")
+        self.site_budget = settings.getint("SITEMAPCRAWL_SAMPLE_SITE_BUDGET")
+        self.panel = settings.getint("SITEMAPCRAWL_SAMPLE_PANEL")
+        self.seed = settings.get("SITEMAPCRAWL_SAMPLE_SEED")
+        report_path = settings.get("SITEMAPCRAWL_REPORT_PATH")
+        self.report_path = Path(report_path) if report_path else None
+        self.phase = "discovery"
+        self.report: SiteReport | None = None
+        crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    # -- streaming ------------------------------------------------------------------------
+
+    @property
+    def sampling(self) -> bool:
+        """Whether pages are sampled: the spider's ``sample`` argument, else the setting."""
+        if self._sampling is None:
+            chosen = getattr(self.crawler.spider, "sample_pages", None)
+            self._sampling = self._sampling_setting if chosen is None else bool(chosen)
+        return self._sampling
+
+    def process_item(self, item: Any) -> Any:
+        if type(item) is SitemapUrlItem and self.sampling:
+            record = self.site.segment(item.segment)
+            if record.sampler is None:
+                record.sampler = SegmentSampler(
+                    seed=f"{self.seed}:{item.segment}",
+                    budget=self.segment_budget,
+                    panel=self.panel,
+                    now=record.t_ref or self.site.started,
+                )
+            raw = item.lastmod_raw
+            record.sampler.offer(item.url, parse_lastmod(raw) if raw is not None else None)
+        return item
+
+    # -- phases ---------------------------------------------------------------------------
+
+    def spider_idle(self, spider: Spider) -> None:
+        if getattr(spider, "discovery_pending", False):
+            return  # the spider still holds sitemaps back: discovery is not over
+        if self.phase == "discovery":
+            self.phase = "sampling"
+            requests = self._plan() if self.sampling else []
+            if requests:
+                fetching = deferred_from_coro(self._fetch_all(requests))
+                fetching.addBoth(self._sampled)
+                raise DontCloseSpider
+            self._schedule_report()
+        if self.phase != "done":
+            raise DontCloseSpider  # sampled pages or the report are still on their way
+
+    def _plan(self) -> list[Request]:
+        records = [r for r in self.site.segments.values() if r.sampler is not None]
+        budgets = allocate({r.name: self.segment_budget for r in records}, self.site_budget)
+        stats = self.crawler.stats
+        assert stats is not None
+        requests = [
+            Request(
+                sampled.url,
+                cb_kwargs={"record": record, "sampled": sampled},
+                meta={_SAMPLE_META: record.name, "handle_httpstatus_all": True},
+                dont_filter=True,
+                priority=-10,
+            )
+            for record in records
+            if record.sampler is not None
+            for sampled in record.sampler.sample()[: budgets.get(record.name, 0)]
+        ]
+        stats.inc_value(_P + "requested_count", len(requests))
+        return requests
+
+    async def _fetch_all(self, requests: list[Request]) -> None:
+        """Fetch the samples through the engine's downloader (robots.txt, throttling, retries
+        and redirects apply), in this worker: the shared scheduler of distributed mode could
+        hand them to another worker, whose report would not know them."""
+        engine = self.crawler.engine
+        assert engine is not None
+        await asyncio.gather(*(self._fetch(engine, request) for request in requests))
+
+    async def _fetch(self, engine: ExecutionEngine, request: Request) -> None:
+        record: SegmentRecord = request.cb_kwargs["record"]
+        sampled: SampledUrl = request.cb_kwargs["sampled"]
+        try:
+            response = await engine.download_async(request)
+        except Exception as exc:  # noqa: BLE001 - every fetch failure is one counted outcome
+            self._page_failed(record, sampled, type(exc).__name__)
+        else:
+            self._page(response, record, sampled)
+
+    def _sampled(self, result: Any) -> None:
+        if isinstance(result, Failure):
+            logger.error("Page sampling failed: %(error)s", {"error": result.getErrorMessage()})
+        self._schedule_report()
+
+    def _schedule_report(self) -> None:
+        """The report is the spider's last item: a ``data:`` request whose callback (a spider
+        method, so the request stays serialisable) yields it."""
+        self.phase = "report"
+        self.site.report_builder = self._final_report
+        spider = self.crawler.spider
+        callback = getattr(spider, "site_report", None)
+        if callback is None:  # a spider that does not emit reports
+            self.phase = "done"
+            return
+        self.crawler.engine.crawl(
+            Request(
+                "data:,",
+                callback=callback,
+                dont_filter=True,
+                meta={"allow_offsite": True, "dont_obey_robotstxt": True},
+            )
+        )
+
+    def _final_report(self) -> SiteReport:
+        self.phase = "done"
+        self.report = self.build_report()
+        return self.report
+
+    # -- pages ----------------------------------------------------------------------------
+
+    def _page(self, response: Response, record: SegmentRecord, sampled: SampledUrl) -> None:
+        stats = self.crawler.stats
+        assert stats is not None
+        headers = {
+            k.decode("latin-1"): b", ".join(v).decode("latin-1")
+            for k, v in response.headers.items()
+        }
+        t_ref = record.t_ref or self.site.started
+        result: dict[str, Any] = {
+            "url": sampled.url,
+            "stratum": sampled.stratum,
+            "in_panel": sampled.in_panel,
+            "lastmod": sampled.lastmod.iso if sampled.lastmod else None,
+            "status": response.status,
+            "final_url": response.url if response.url != sampled.url else None,
+        }
+        if response.status != 200:
+            outcome = f"HTTP_{response.status}"
+        else:
+            evidence = page_evidence(response.body, response.url, headers, now=t_ref)
+            best = evidence.best_modified
+            published = evidence.published[0] if evidence.published else None
+            outcome = agreement(
+                sampled.lastmod,
+                best.value if best is not None else evidence.http_last_modified,
+                published.value if published is not None else None,
+                t_ref,
+            )
+            result.update(
+                page_modified=(
+                    {"source": best.source, "field": best.field, "raw": best.raw}
+                    if best is not None
+                    else None
+                ),
+                http_last_modified=(
+                    evidence.http_last_modified.iso if evidence.http_last_modified else None
+                ),
+                etag=evidence.etag,
+                fingerprint=evidence.fingerprint,
+                problems=list(evidence.problems),
+            )
+            stats.inc_value(_P + "fetched_count")
+        result["outcome"] = outcome
+        stats.inc_value(_P + f"outcome_count/{outcome.split(':')[0]}")
+        record.samples.append(result)
+
+    def _page_failed(self, record: SegmentRecord, sampled: SampledUrl, reason: str) -> None:
+        stats = self.crawler.stats
+        assert stats is not None
+        stats.inc_value(_P + "failed_count")
+        stats.inc_value(_P + "outcome_count/FETCH_FAILED")
+        record.samples.append(
+            {
+                "url": sampled.url,
+                "stratum": sampled.stratum,
+                "in_panel": sampled.in_panel,
+                "lastmod": sampled.lastmod.iso if sampled.lastmod else None,
+                "status": None,
+                "outcome": f"FETCH_FAILED:{reason}",
+            }
+        )
+
+    # -- the report -----------------------------------------------------------------------
+
+    def build_report(self) -> SiteReport:
+        """The site report from the segment records and the crawl's stats."""
+        stats = self.crawler.stats
+        assert stats is not None
+        values = stats.get_stats()
+        spider = self.crawler.spider
+        origin = getattr(spider, "origin", None) or ",".join(getattr(spider, "sitemap_urls", []))
+        now = dt.datetime.now(dt.UTC)
+        segments = []
+        verdicts: Counter[str] = Counter()
+        urls_by_verdict: Counter[str] = Counter()
+        for record in sorted(self.site.segments.values(), key=lambda r: r.name):
+            t_ref = record.t_ref or self.site.started
+            l0 = record.accumulator.result(
+                t_ref,
+                sitemap_last_modified=record.sitemap_last_modified,
+                index_lastmod=record.index_lastmod,
+                news=record.news,
+            )
+            outcomes = [s["outcome"] for s in record.samples]
+            verdict = static_verdict(l0, outcomes, t_ref)
+            verdicts[verdict.name] += 1
+            urls_by_verdict[verdict.name] += record.urls
+            stats.inc_value(f"sitemapcrawl/verdict_count/{verdict.name}")
+            segments.append(
+                {
+                    "segment": record.name,
+                    "urls": record.urls,
+                    "news": record.news,
+                    "sitemaps": sorted(record.sitemaps),
+                    "t_ref": format_utc(t_ref),
+                    "clock_skew_seconds": record.clock_skew_seconds,
+                    "verdict": verdict.name,
+                    "reason": verdict.reason,
+                    "evidence": verdict.evidence,
+                    "l0": l0.as_dict(),
+                    "outcomes": dict(Counter(o.split(":")[0] for o in outcomes)),
+                    "samples": sorted(record.samples, key=lambda s: s["url"]),
+                }
+            )
+        total = sum(urls_by_verdict.values())
+        usable = sum(n for name, n in urls_by_verdict.items() if name in _USABLE)
+        return SiteReport(
+            origin=origin,
+            generated_at=format_utc(now.replace(microsecond=0)),
+            sitemaps={
+                key.removeprefix("sitemapcrawl/"): value
+                for key, value in values.items()
+                if key.startswith(
+                    ("sitemapcrawl/sitemaps/", "sitemapcrawl/robots/", "sitemapcrawl/guess/")
+                )
+            },
+            urls={
+                "found": values.get("sitemapcrawl/urls/found_count", 0),
+                "duplicates": values.get("sitemapcrawl/urls/duplicate_count", 0),
+                "out_of_scope": sum(
+                    v for k, v in values.items() if k.startswith("sitemapcrawl/scope/")
+                ),
+                "lastmod_present": values.get("sitemapcrawl/lastmod/present_count", 0),
+                "lastmod_missing": values.get("sitemapcrawl/lastmod/missing_count", 0),
+                "lastmod_invalid": values.get("sitemapcrawl/lastmod/invalid_count", 0),
+            },
+            limits={
+                k.removeprefix("sitemapcrawl/limits/"): v
+                for k, v in values.items()
+                if k.startswith("sitemapcrawl/limits/")
+            },
+            errors={
+                k.removeprefix("sitemapcrawl/errors/"): v
+                for k, v in values.items()
+                if k.startswith("sitemapcrawl/errors/")
+            },
+            segments=segments,
+            site_verdict={
+                "verdict": urls_by_verdict.most_common(1)[0][0] if urls_by_verdict else None,
+                "segments_by_verdict": dict(sorted(verdicts.items())),
+                "urls_by_verdict": dict(sorted(urls_by_verdict.items())),
+                "usable_share": round(usable / total, 4) if total else 0.0,
+            },
+            sample={
+                "enabled": self.sampling,
+                "segment_budget": self.segment_budget,
+                "site_budget": self.site_budget,
+                "panel": self.panel,
+                "seed": self.seed,
+                "requested": values.get(_P + "requested_count", 0),
+                "fetched": values.get(_P + "fetched_count", 0),
+                "failed": values.get(_P + "failed_count", 0),
+            },
+        )
+
+    def spider_closed(self, spider: Spider, reason: str) -> None:
+        if self.report_path is None:
+            return
+        report = self.report or self.build_report()
+        self.report_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.report_path.open("w", encoding="utf-8") as handle:
+            json.dump(_as_dict(report), handle, indent=2, ensure_ascii=False, default=str)
+        logger.info("Site report written to %(path)s", {"path": self.report_path})
+
+
+def _as_dict(report: SiteReport) -> dict[str, Any]:
+    return asdict(report)

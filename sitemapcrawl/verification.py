@@ -1,0 +1,109 @@
+"""What the lastmod middleware and the sampling pipeline share during one crawl.
+
+One ``SiteVerification`` per crawler holds a ``SegmentRecord`` per segment: the streaming L0
+accumulator fed by ``SitemapLastmodMiddleware``, the sampler fed by ``PageSamplingPipeline``,
+the sitemap responses' own clock (``Date`` minus ``Age``) and the sampled pages' results.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+from sitemapcrawl.sitemaps.dates import parse_feed_date
+from sitemapcrawl.verify.sampling import SegmentSampler
+from sitemapcrawl.verify.scoring import SegmentL0Accumulator
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+
+__all__ = ["SegmentRecord", "SiteVerification", "site_verification"]
+
+#: Our clock and the site's disagree when they are further apart than this.
+CLOCK_SKEW = dt.timedelta(minutes=5)
+
+
+@dataclass(slots=True)
+class SegmentRecord:
+    """Everything known about one segment during the crawl."""
+
+    name: str
+    accumulator: SegmentL0Accumulator = field(default_factory=SegmentL0Accumulator)
+    sampler: SegmentSampler | None = None
+    urls: int = 0
+    news: bool = False
+    t_ref: dt.datetime | None = None
+    clock_skew_seconds: float | None = None
+    sitemap_last_modified: dt.datetime | None = None
+    index_lastmod: dt.datetime | None = None
+    sitemaps: set[str] = field(default_factory=set)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+
+    def observe_sitemap(self, response: Response, index_lastmod: str | None) -> None:
+        """Record a sitemap file of this segment: the server's "now" and its Last-Modified."""
+        if response.url in self.sitemaps:
+            return
+        self.sitemaps.add(response.url)
+        ours = dt.datetime.now(dt.UTC)
+        date = _header_date(response, b"Date")
+        if self.t_ref is None:
+            server_now = ours
+            if date is not None:
+                age = response.headers.get(b"Age")
+                try:
+                    seconds = int(age) if age is not None else 0
+                except ValueError:
+                    seconds = 0
+                server_now = date - dt.timedelta(seconds=max(seconds, 0))
+                self.clock_skew_seconds = round((date - ours).total_seconds(), 1)
+            self.t_ref = server_now
+        modified = _header_date(response, b"Last-Modified")
+        if modified is not None and (
+            self.sitemap_last_modified is None or modified > self.sitemap_last_modified
+        ):
+            self.sitemap_last_modified = modified
+        if index_lastmod:
+            parsed = parse_feed_date(index_lastmod)
+            if parsed is not None and parsed.value is not None:
+                self.index_lastmod = parsed.value
+
+
+def _header_date(response: Response, name: bytes) -> dt.datetime | None:
+    raw = response.headers.get(name)
+    if not raw:
+        return None
+    parsed = parse_feed_date(raw.decode("latin-1"))
+    return parsed.value if parsed is not None else None
+
+
+class SiteVerification:
+    """The per-crawl segment records (``site_verification(crawler)`` gives the crawl's one)."""
+
+    def __init__(self) -> None:
+        self.segments: dict[str, SegmentRecord] = {}
+        self.started = dt.datetime.now(dt.UTC)
+        #: Set by the sampling pipeline; the spider's ``site_report`` callback calls it.
+        self.report_builder: Callable[[], Any] | None = None
+
+    def segment(self, name: str) -> SegmentRecord:
+        record = self.segments.get(name)
+        if record is None:
+            record = self.segments[name] = SegmentRecord(name)
+        return record
+
+
+_REGISTRY: WeakKeyDictionary[Crawler, SiteVerification] = WeakKeyDictionary()
+
+
+def site_verification(crawler: Crawler) -> SiteVerification:
+    """The crawl's ``SiteVerification``, created on first use."""
+    found = _REGISTRY.get(crawler)
+    if found is None:
+        found = _REGISTRY[crawler] = SiteVerification()
+    return found
