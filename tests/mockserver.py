@@ -48,6 +48,7 @@ Special endpoints (``PATH`` is a file under ROOT, placeholders already substitut
 ``/_/gen/index?n=&child=&lastmod=&gzip=``              generated sitemap index
 ``/_/gen/text?n=&prefix=&gzip=&part=``                 generated text sitemap
 ``/_/bomb/gzip?mb=N[&ce=1]``                           gzip that inflates to N MiB
+``/_/bomb/deflate?mb=N``, ``/_/bomb/br?mb=N``         the same bomb as ``Content-Encoding``
 =====================================================  =====================================
 """
 
@@ -248,7 +249,7 @@ class MockHTTPServer(ThreadingHTTPServer):
         self._lock = threading.Lock()
         self._log: list[dict[str, Any]] = []
         self._flaky: dict[str, int] = {}
-        self._bombs: dict[int, bytes] = {}
+        self._bombs: dict[tuple[int, str], bytes] = {}
         self._bomb_lock = threading.Lock()
         super().__init__(("127.0.0.1", port), MockRequestHandler)
         self.port = int(self.server_address[1])
@@ -295,29 +296,38 @@ class MockHTTPServer(ThreadingHTTPServer):
             self._flaky[key] = self._flaky.get(key, 0) + 1
             return self._flaky[key]
 
-    def bomb(self, mb: int) -> bytes:
-        """Return (building once, then caching) a gzip that inflates to ``mb`` MiB."""
+    def bomb(self, mb: int, kind: str = "gzip") -> bytes:
+        """Return (building once, then caching) a ``kind`` stream (gzip, deflate, br) that
+        inflates to ``mb`` MiB."""
         with self._bomb_lock:
-            data = self._bombs.get(mb)
+            data = self._bombs.get((mb, kind))
             if data is None:
-                data = self._bombs[mb] = build_bomb(mb, self.base)
+                data = self._bombs[(mb, kind)] = build_bomb(mb, self.base, kind)
             return data
 
 
-def build_bomb(mb: int, base: str) -> bytes:
-    """Build a gzip of a urlset (one URL, then whitespace) inflating to exactly ``mb`` MiB."""
+def build_bomb(mb: int, base: str, kind: str = "gzip") -> bytes:
+    """Build a gzip (or zlib ``deflate``, or brotli ``br``) stream of a urlset (one URL,
+    then whitespace) inflating to exactly ``mb`` MiB."""
     head = URLSET_HEAD + f"<url><loc>{xml_escape(base)}/bomb/0</loc></url>\n".encode()
     pad = max(0, mb * MIB - len(head) - len(URLSET_TAIL))
     line = b" " * 1023 + b"\n"
     block = line * (MIB // len(line))
-    comp = zlib.compressobj(6, zlib.DEFLATED, 31)
-    out = [comp.compress(head)]
+    compress: Any
+    finish: Any
+    if kind == "br":
+        comp = brotli.Compressor(quality=1)
+        compress, finish = comp.process, comp.finish
+    else:
+        zcomp = zlib.compressobj(6, zlib.DEFLATED, 31 if kind == "gzip" else 15)
+        compress, finish = zcomp.compress, zcomp.flush
+    out = [compress(head)]
     while pad > 0:
         take = min(pad, len(block))
-        out.append(comp.compress(block[:take]))
+        out.append(compress(block[:take]))
         pad -= take
-    out.append(comp.compress(URLSET_TAIL))
-    out.append(comp.flush())
+    out.append(compress(URLSET_TAIL))
+    out.append(finish())
     return b"".join(out)
 
 
@@ -769,14 +779,19 @@ class MockRequestHandler(BaseHTTPRequestHandler):
             self._stream(200, headers, chunks)
 
     def _ep_bomb(self, rest: list[str], query: str) -> None:
-        if rest != ["gzip"]:
-            raise HTTPError(404, "use /_/bomb/gzip?mb=N")
+        if rest not in (["gzip"], ["deflate"], ["br"]):
+            raise HTTPError(404, "use /_/bomb/gzip?mb=N, /_/bomb/deflate or /_/bomb/br")
+        kind = rest[0]
         params = self._params(query)
         mb = self._number(params.get("mb", "10"))
         if not 1 <= mb <= MAX_BOMB_MB:
             raise HTTPError(400, f"mb must be within 1..{MAX_BOMB_MB}")
-        body = self.server.bomb(mb)
-        if params.get("ce") in ("1", "true", "yes"):
+        if kind == "br" and brotli is None:
+            raise HTTPError(501, "the brotli module is not installed")
+        body = self.server.bomb(mb, kind)
+        if kind != "gzip":
+            headers = [("Content-Type", "application/xml"), ("Content-Encoding", kind)]
+        elif params.get("ce") in ("1", "true", "yes"):
             headers = [("Content-Type", "application/xml"), ("Content-Encoding", "gzip")]
         else:
             headers = [("Content-Type", "application/x-gzip")]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections import Counter
+from itertools import chain
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin
 
@@ -35,7 +36,7 @@ from .model import Limits, SitemapRef, UrlEntry
 
 if TYPE_CHECKING:
     import datetime as dt
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
     from lxml.etree import _Element
 
@@ -64,7 +65,17 @@ _ROOT_KIND = {
     "html": "html",
 }
 _NAME = re.compile(r"<([A-Za-z_][\w.\-]*:)?([A-Za-z_][\w.\-]*)")
-_ENTITY_DECL = re.compile(r"<!ENTITY|<!DOCTYPE[^>\[]*\b(?:SYSTEM|PUBLIC)\b", re.IGNORECASE)
+_LEADING = b" \t\r\n\x00\xef\xbb\xbf"
+_XML_DECL = re.compile(rb"<\?xml[ \t\r\n][^<>]{0,512}?\?>")
+_DOCTYPE = re.compile(rb"<!(?i:doctype)(?=[ \t\r\n\[>])")
+_SPACE = re.compile(rb"(?:[ \t\r\n\x00]|\xef\xbb\xbf)+")
+_ROOT_NAME_END = re.compile(rb"<[^ \t\r\n/>]*[ \t\r\n/>]")
+_DOCTYPE_RUN = re.compile(rb"(?:[^\"'\[\]<>]|<(?!!--|\?|!ENTITY))+")
+_EXTERNAL_ID = re.compile(rb"\b(?:SYSTEM|PUBLIC)\b", re.IGNORECASE)
+_QUOTES = frozenset(b"\"'")
+_OPEN, _CLOSE, _GT = b"[]>"
+#: A real DOCTYPE has a few hundred tokens; past this it is an attack, not a document.
+_MAX_DOCTYPE_TOKENS = 1_000_000
 
 
 def _head_complete(head: bytes) -> bool:
@@ -82,6 +93,10 @@ def _head_complete(head: bytes) -> bool:
 
 
 _HTTP = ("http://", "https://")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
+_C0_SPACE = "".join(map(chr, range(0x21))) + "\x7f"
+_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
 
 
 def _decode_head(head: bytes) -> tuple[str, str | None]:
@@ -199,53 +214,174 @@ class SitemapReader:
         self._chunks: Iterator[bytes] | None = None
         self._head = b""
         self._doctype_removed = False
+        self._transcoded = False
 
     # -- sniffing ----------------------------------------------------------------------
 
     def sniff(self) -> str:
         """Decode enough of the body to tell its kind; idempotent.
 
-        For XML that is up to the root element (however long the prolog, within 1 MiB). A
-        DOCTYPE is cut out of the stream here: a sitemap needs no DTD, and without one no
-        entity can be expanded, fetched, or amplified.
+        UTF-16 and UTF-32 bodies are transcoded to UTF-8 here, so everything after this
+        sees ASCII-compatible bytes. For XML, the prolog is consumed up to the root element
+        however long it is (the decoder's size cap bounds it): comments and processing
+        instructions are dropped, and so is the DOCTYPE: a sitemap needs no DTD, and
+        without one no entity can be expanded, fetched, or amplified.
         """
         if self.kind is not None:
             return self.kind
-        self._chunks = iter(self.decoder)
-        head = b""
-        for chunk in self._chunks:
-            head += chunk
-            if _head_complete(head):
+        chunks = iter(self.decoder)
+        first = b""
+        for chunk in chunks:  # enough to tell the encoding family, however small the chunks
+            first += chunk
+            if len(first) >= 4:
                 break
+        stream: Iterator[bytes] = chain((first,), chunks)
+        wide = _wide_encoding(first)
+        if wide is not None:
+            stream = _transcode(stream, wide)
+            self._transcoded = True
+        self._chunks = stream
+        head = b""
+        for chunk in stream:
+            head += chunk
+            if head.lstrip(_LEADING)[:1] == b"<" or _head_complete(head):
+                break
+        if head.lstrip(_LEADING)[:1] == b"<":
+            head = self._skip_prolog(head)
         self.kind = sniff(head[:_MAX_PROLOG])
         if self.kind == "xml":
             # An XML root we do not know: read it like a urlset, by local names (lenient).
             self.root = _root_name(_decode_head(head[:_SNIFF_BYTES])[0])
-        if self.kind in (*SITEMAP_KINDS[:2], "rss", "atom", "xml"):
-            head = self._strip_doctype(head)
         self._head = head
+        if self.kind in ("html", "empty", "unknown"):
+            # Nothing will be read: a decoding fault (a corrupt gzip that inflated to
+            # nothing) explains the kind, so it comes first.
+            self.faults.extend(self.decoder.faults)
         self._kind_fault()
         return self.kind
 
-    def _strip_doctype(self, head: bytes) -> bytes:
-        if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) or head[:4] in (
-            codecs.BOM_UTF32_LE,
-            codecs.BOM_UTF32_BE,
-        ):
-            return head  # not ASCII-compatible: libxml2 keeps entities unexpanded anyway
-        text = head[:_MAX_PROLOG].decode("latin-1")  # one char per byte: positions match
-        found = _prolog(text)
-        if found is None or found[0] < 0:
-            return head
-        start, end, _ = found
-        if _ENTITY_DECL.search(text, start, end):
+    def _more(self, buf: bytearray) -> bool:
+        """Append the next chunk to ``buf``; False at the end of the body."""
+        assert self._chunks is not None
+        for chunk in self._chunks:
+            if chunk:
+                buf += chunk
+                return True
+        return False
+
+    def _until(self, buf: bytearray, pos: int, marker: bytes) -> int:
+        """Index just past the next ``marker`` at or after ``pos``, reading more as needed;
+        -1 at the end of the body. What lies before the marker may be trimmed from ``buf``
+        (it is being skipped), so only the returned index is valid afterwards."""
+        search = pos
+        while True:
+            found = buf.find(marker, search)
+            if found >= 0:
+                return found + len(marker)
+            search = max(search, len(buf) - len(marker) + 1)
+            if search > _SNIFF_BYTES:  # skipped bytes are gone for good: memory stays flat
+                del buf[:search]
+                search = 0
+            if not self._more(buf):
+                return -1
+
+    def _skip_prolog(self, head: bytes) -> bytes:
+        """Consume the XML prolog; return the XML declaration, then the body from the root
+        element on (at least its name, or all that is left)."""
+        buf = bytearray(head)
+        pos = 0
+        kept = b""
+        eof = False
+        while True:
+            if not eof and len(buf) - pos < 16:  # room to recognise any token
+                if pos > _SNIFF_BYTES:
+                    del buf[:pos]
+                    pos = 0
+                eof = not self._more(buf)
+                continue
+            if pos >= len(buf):
+                break
+            if buf.startswith(b"<?", pos):
+                decl = _XML_DECL.match(buf, pos)
+                if decl is not None and not kept:
+                    kept = bytes(decl.group())
+                    pos = decl.end()
+                    continue
+                pos = self._until(buf, pos + 2, b"?>")
+            elif buf.startswith(b"<!--", pos):
+                pos = self._until(buf, pos + 4, b"-->")
+            elif _DOCTYPE.match(buf, pos):
+                pos = self._skip_doctype(buf, pos + 9)
+            else:
+                space = _SPACE.match(buf, pos)
+                if space is None:
+                    break  # the root element, or not an XML prolog: sniffing decides
+                pos = space.end()
+            if pos < 0:  # the body ended inside a comment, PI or DOCTYPE
+                return kept
+        head = kept + bytes(buf[pos:])
+        while _ROOT_NAME_END.match(head, len(kept)) is None and len(head) < _SNIFF_BYTES:
+            more = bytearray()
+            if not self._more(more):
+                break
+            head += more
+        return head
+
+    def _skip_doctype(self, buf: bytearray, pos: int) -> int:
+        """Skip a DOCTYPE from just after ``<!DOCTYPE``: quoted literals, comments and
+        processing instructions are skipped whole, so a ``]>`` inside an entity value does
+        not end it early. Return where it ends, or -1 when the body ends first (or the
+        DOCTYPE is absurdly long). Declared entities or an external DTD are a fault."""
+        in_subset = declares = False
+        tokens = 0
+        end = -1
+        while tokens < _MAX_DOCTYPE_TOKENS:
+            tokens += 1
+            if len(buf) - pos < 16:
+                if pos > _SNIFF_BYTES:
+                    del buf[:pos]
+                    pos = 0
+                if self._more(buf):
+                    continue
+                if pos >= len(buf):
+                    break
+            byte = buf[pos]
+            if byte in _QUOTES:
+                pos = self._until(buf, pos + 1, bytes((byte,)))
+            elif buf.startswith(b"<!--", pos):
+                pos = self._until(buf, pos + 4, b"-->")
+            elif buf.startswith(b"<?", pos):
+                pos = self._until(buf, pos + 2, b"?>")
+            elif byte == _OPEN:
+                in_subset = True
+                pos += 1
+            elif byte == _CLOSE:
+                in_subset = False
+                pos += 1
+            elif byte == _GT and not in_subset:
+                end = pos + 1
+                break
+            elif buf.startswith(b"<!ENTITY", pos):
+                declares = True
+                pos += 8
+            else:
+                run = _DOCTYPE_RUN.match(buf, pos)
+                if run is None:  # a lone ">" inside the subset, or "<!" / "<?" cut short
+                    pos += 1
+                    continue
+                if not in_subset and _EXTERNAL_ID.search(run.group()):
+                    declares = True
+                pos = run.end()
+            if pos < 0:
+                break
+        self._doctype_removed = True
+        if declares:
             self.faults.append(
                 EntitiesDeclared(
                     "the document declares entities or an external DTD; none were expanded"
                 )
             )
-        self._doctype_removed = True
-        return head[:start] + head[end:]
+        return end
 
     def _kind_fault(self) -> None:
         if self.kind == "html":
@@ -267,7 +403,6 @@ class SitemapReader:
     def __iter__(self) -> Iterator[UrlEntry | SitemapRef]:
         kind = self.sniff()
         if kind in ("html", "empty", "unknown"):
-            self.faults.extend(self.decoder.faults)
             return
         if kind == "text":
             yield from self._text(self._body_chunks())
@@ -277,26 +412,64 @@ class SitemapReader:
     # -- locations ---------------------------------------------------------------------
 
     def _loc(self, raw: str | None) -> tuple[str | None, bool]:
-        """Validate one location: absolute http(s), within the length limit."""
+        """Validate one location: absolute http(s), within the length limit.
+
+        As browsers do (WHATWG URL), leading and trailing control characters and spaces
+        are stripped, tabs and newlines inside are removed, and other control characters
+        are percent-encoded; a location that had any is counted (``loc_control_chars``).
+        """
         if raw is None:
             self.counts["loc_missing"] += 1
             return None, False
         loc = raw
+        if _UNEXPANDED in loc:  # made of an entity reference, never expanded: unknowable
+            self.counts["loc_unexpanded_entity"] += 1
+            return None, False
+        controls = _CONTROLS.search(loc) is not None
+        if controls:
+            loc = loc.strip(_C0_SPACE).translate(_TAB_NEWLINE)
+            if not loc:
+                self.counts["loc_missing"] += 1
+                return None, False
         relative = False
         if not loc.startswith(_HTTP):
             lowered = loc[:8].lower()
-            if not lowered.startswith(_HTTP):
-                scheme, colon, _ = loc.partition(":")
-                if colon and scheme.isalpha() and not loc.startswith("//"):
+            if lowered.startswith(_HTTP):  # "HTTP://": schemes are case-insensitive
+                colon = loc.index(":")
+                loc = lowered[:colon] + loc[colon:]
+            else:
+                if _SCHEME.match(loc):  # RFC 3986 scheme: javascript:, data:, user-agent:…
                     self.counts["loc_bad_scheme"] += 1
                     return None, False
-                loc = urljoin(self.url, loc)
+                try:
+                    loc = urljoin(self.url, loc)
+                except ValueError:  # "//[not-an-address" and the like
+                    self.counts["loc_invalid"] += 1
+                    return None, False
                 relative = True
+                if not loc[:8].lower().startswith(_HTTP):  # only from a non-http base URL
+                    self.counts["loc_bad_scheme"] += 1
+                    return None, False
                 self.counts["loc_relative"] += 1
-        if not loc.isascii() or " " in loc:
-            loc = safe_url_string(loc.strip())
+        if controls:
+            self.counts["loc_control_chars"] += 1
+            if _CONTROLS.search(_authority(loc)):  # no host has one: it cannot be fixed
+                self.counts["loc_invalid"] += 1
+                return None, False
+        if controls or not loc.isascii() or " " in loc or "[" in loc or "]" in loc:
+            try:
+                loc = safe_url_string(loc.strip())
+            except ValueError:  # a bracketed host that is not an IP address
+                self.counts["loc_invalid"] += 1
+                return None, False
+            if _CONTROLS.search(loc) or " " in loc:  # left in the host: no such host
+                self.counts["loc_invalid"] += 1
+                return None, False
         if len(loc) > self.limits.max_loc_length:
             self.counts["loc_too_long"] += 1
+            return None, False
+        if _bad_authority(loc):
+            self.counts["loc_invalid"] += 1
             return None, False
         return loc, relative
 
@@ -320,12 +493,20 @@ class SitemapReader:
             return self.limits.keep_excess
         return True
 
+    def _over_sitemap_limit(self) -> bool:
+        """An index child past the protocol limit (the same 50,000 as for URLs): counted,
+        and kept only with ``keep_excess``."""
+        if self.sitemaps == self.limits.max_urls + 1:
+            self.faults.append(
+                TooManyUrls(f"more than {self.limits.max_urls} sitemaps in one index file")
+            )
+        self.counts["over_url_limit"] += 1
+        return self.limits.keep_excess
+
     # -- text --------------------------------------------------------------------------
 
     def _text(self, chunks: Iterable[bytes]) -> Iterator[UrlEntry]:
-        decoder = codecs.getincrementaldecoder("utf-8-sig")("replace")
-        if self._head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
-            decoder = codecs.getincrementaldecoder("utf-16")("replace")
+        decoder = codecs.getincrementaldecoder("utf-8-sig")("replace")  # UTF-16 was transcoded
         pending = ""
         position = 0
         for chunk in chunks:
@@ -363,10 +544,11 @@ class SitemapReader:
             tags = ("{*}entry",)
         else:
             tags = ("{*}url", "{*}sitemap")
-        encoding = _undeclared_legacy_encoding(head)
-        if encoding is not None:
+        encoding = "utf-8" if self._transcoded else _undeclared_legacy_encoding(head)
+        if encoding is not None and not self._transcoded:
             self.counts["encoding_guessed"] += 1
         source = _XmlSource(chunks)
+        at_eof = 0  # errors logged before the input ran out (the rest are about its end)
         events = etree.iterparse(
             source,
             events=("end",),
@@ -383,6 +565,12 @@ class SitemapReader:
             strip_cdata=True,
         )
         handle = self._rss_item if kind == "rss" else self._atom_entry if kind == "atom" else None
+
+        def mark_eof() -> None:
+            nonlocal at_eof
+            at_eof = len(events.error_log)
+
+        source.on_eof = mark_eof
         try:
             for _, el in events:
                 if source.eof and len(events.error_log):
@@ -403,10 +591,14 @@ class SitemapReader:
         except etree.LxmlError as exc:
             self.faults.append(SitemapSyntaxError(f"XML parsing stopped: {exc}"))
             return
+        # A body cut short by the decoder (size cap, truncated or corrupt gzip) ends in the
+        # middle of the XML: the errors about its end are that fault, already recorded.
+        cut = any(f.code in ("too_large", "decompression_error") for f in self.decoder.faults)
         errors = [
             e
-            for e in events.error_log
+            for i, e in enumerate(events.error_log)
             if e.level >= etree.ErrorLevels.ERROR
+            and not (cut and source.eof and i >= at_eof)
             # References to the entities of the DOCTYPE we cut out: already reported.
             and not (self._doctype_removed and e.type_name == "ERR_UNDECLARED_ENTITY")
         ]
@@ -485,6 +677,8 @@ class SitemapReader:
         lastmod = self._lastmod(lastmod_raw)
         if is_index:
             self.sitemaps += 1
+            if self.sitemaps > self.limits.max_urls and not self._over_sitemap_limit():
+                return None
             return SitemapRef(loc, lastmod, relative, self.sitemaps - 1)
         priority = None
         if priority_raw is not None:
@@ -557,6 +751,18 @@ class SitemapReader:
 
 
 _BARE_AMP = re.compile(rb"&(?!(?:[A-Za-z_][\w.\-]{0,40}|#[0-9]{1,8}|#[xX][0-9A-Fa-f]{1,8});)")
+_ENTITY_REF = re.compile(rb"&(?!(?:amp|lt|gt|quot|apos);)[A-Za-z_][\w.\-]{0,40};")
+#: What a reference to a declared (never expanded) entity becomes: a private-use character
+#: that marks the text as unknowable. libxml2's own handling of undeclared entities in
+#: recovery mode loses the ``&amp;`` of later locations.
+_UNEXPANDED = "\ue000"
+
+
+def _escape_amps(chunk: bytes) -> bytes:
+    """Escape bare ``&``; replace references to non-predefined entities by ``_UNEXPANDED``."""
+    return _ENTITY_REF.sub(b"&#xE000;", _BARE_AMP.sub(b"&amp;", chunk))
+
+
 _XML_DECL_ENCODING = re.compile(rb"^\s*<\?xml[^>]*\bencoding\s*=", re.IGNORECASE)
 
 
@@ -565,7 +771,8 @@ class _XmlSource:
 
     It drops whitespace before the XML declaration (libxml2 rejects it) and escapes bare
     ``&`` (``?a=1&b=2`` unescaped is the commonest sitemap bug; libxml2's recovery would
-    silently eat ``&b``). ``eof`` tells events released by the end of input apart.
+    silently eat ``&b``). ``eof`` tells events released by the end of input apart, and
+    ``on_eof`` is called once when the input runs out.
     """
 
     def __init__(self, chunks: Iterator[bytes]) -> None:
@@ -574,6 +781,7 @@ class _XmlSource:
         self._held = b""
         self._cdata = False
         self.eof = False
+        self.on_eof: Callable[[], None] = lambda: None
 
     def read(self, size: int = -1) -> bytes:
         for raw in self._chunks:
@@ -591,14 +799,82 @@ class _XmlSource:
             if b"<![CDATA[" in chunk:
                 self._cdata = True  # "&" is literal inside CDATA: stop escaping from here
             if b"&" in chunk and not self._cdata:
-                chunk = _BARE_AMP.sub(b"&amp;", chunk)
+                chunk = _escape_amps(chunk)
             if chunk:
                 return chunk
         if self._held:
             chunk, self._held = self._held, b""
-            return chunk if self._cdata else _BARE_AMP.sub(b"&amp;", chunk)
-        self.eof = True
+            return chunk if self._cdata else _escape_amps(chunk)
+        if not self.eof:
+            self.eof = True
+            self.on_eof()
         return b""
+
+
+def _authority(loc: str) -> str:
+    """The ``user@host:port`` part of an absolute URL."""
+    start = loc.find("//") + 2
+    end = len(loc)
+    for separator in "/?#":
+        found = loc.find(separator, start, end)
+        if found >= 0:
+            end = found
+    return loc[start:end]
+
+
+def _bad_authority(loc: str) -> bool:
+    """True when an http(s) URL has no host or a port that is not a number up to 65535
+    (``Request`` would raise on it, and no server answers there).
+
+    >>> _bad_authority("https://a.example:8080/x"), _bad_authority("http://a.example:x/")
+    (False, True)
+    """
+    netloc = _authority(loc)
+    if ":" not in netloc:
+        return not netloc
+    hostport = netloc.rpartition("@")[2]
+    if hostport.startswith("["):  # already checked by safe_url_string
+        hostport = hostport.rpartition("]")[2]
+        return bool(hostport) and not (hostport[0] == ":" and _port_ok(hostport[1:]))
+    host, _, port = hostport.partition(":")  # a second colon makes the port invalid
+    return not host or not _port_ok(port)
+
+
+def _port_ok(port: str) -> bool:
+    return not port or (port.isascii() and port.isdigit() and int(port) <= 65535)
+
+
+def _wide_encoding(first: bytes) -> str | None:
+    """UTF-16 or UTF-32, by BOM or by the zero bytes around a leading ``<``; else None.
+
+    >>> _wide_encoding(b"\\xff\\xfe<\\x00"), _wide_encoding(b"\\x00<\\x00?")
+    ('utf-16', 'utf-16-be')
+    >>> _wide_encoding(b"<?xm") is None
+    True
+    """
+    if first.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "utf-32"
+    if first.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    if first[:4] in (b"<\x00\x00\x00", b"\x00\x00\x00<"):
+        return "utf-32-le" if first[0] else "utf-32-be"
+    if len(first) >= 4 and first[1] == first[3] == 0 and first[0] and first[2]:
+        return "utf-16-le"
+    if len(first) >= 4 and first[0] == first[2] == 0 and first[1] and first[3]:
+        return "utf-16-be"
+    return None
+
+
+def _transcode(chunks: Iterable[bytes], encoding: str) -> Iterator[bytes]:
+    """Re-encode a UTF-16/32 stream as UTF-8 (the BOM goes; bad sequences become U+FFFD)."""
+    decoder = codecs.getincrementaldecoder(encoding)("replace")
+    for chunk in chunks:
+        text = decoder.decode(chunk)
+        if text:
+            yield text.encode("utf-8", "replace")
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail.encode("utf-8", "replace")
 
 
 def _undeclared_legacy_encoding(head: bytes) -> str | None:

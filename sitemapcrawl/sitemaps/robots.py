@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
 from protego import Protego
+from w3lib.url import safe_url_string
+
+from .reader import _bad_authority
 
 __all__ = ["ROBOTS_MAX_RULES_SIZE", "RobotsSitemaps", "parse_robots"]
 
@@ -27,12 +30,14 @@ class RobotsSitemaps:
     ``sitemaps``: absolute URLs, deduplicated, in order of first appearance. ``html``: the
     body was an HTML page (a soft 404 or a login wall), so nothing was taken from it.
     ``truncated``: the body went past ``ROBOTS_MAX_RULES_SIZE``; rules were read from the
-    first 500 KiB only, Sitemap lines from all of it.
+    first 500 KiB only, Sitemap lines from all of it. ``invalid``: Sitemap lines skipped
+    because they are not http(s) URLs a request can be made for.
     """
 
     sitemaps: list[str] = field(default_factory=list)
     html: bool = False
     truncated: bool = False
+    invalid: int = 0
     encoding: str = "utf-8"
 
 
@@ -69,8 +74,24 @@ def parse_robots(body: bytes, url: str) -> RobotsSitemaps:
         value = declared.strip()
         if not value:
             continue
-        absolute = urljoin(url, value)
-        if absolute not in seen:
+        absolute = _http_url(url, value)
+        if absolute is None:
+            result.invalid += 1
+        elif absolute not in seen:
             seen.add(absolute)
             result.sitemaps.append(absolute)
     return result
+
+
+def _http_url(base: str, value: str) -> str | None:
+    """``value`` resolved against ``base`` and made safe, or None when it is not an http(s)
+    URL a request can be made for (another scheme, a bad port or IPv6 literal…)."""
+    try:
+        absolute = safe_url_string(urljoin(base, value))
+    except ValueError:  # "http://[not-an-address" and the like
+        return None
+    if not absolute[:8].lower().startswith(("http://", "https://")):
+        return None
+    if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in absolute) or _bad_authority(absolute):
+        return None
+    return absolute
