@@ -94,6 +94,9 @@ def _head_complete(head: bytes) -> bool:
 
 _HTTP = ("http://", "https://")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+#: An absolute http(s) URL of printable ASCII with a plain host (no port, user, brackets):
+#: nothing in it needs resolving, encoding or checking.
+_PLAIN_URL = re.compile(r"https?://[A-Za-z0-9._~%!$&'()*+,;=\-]+(?:[/?#][!-Z^-~]*)?")
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
 _C0_SPACE = "".join(map(chr, range(0x21))) + "\x7f"
 _TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
@@ -421,6 +424,8 @@ class SitemapReader:
         if raw is None:
             self.counts["loc_missing"] += 1
             return None, False
+        if _PLAIN_URL.fullmatch(raw) and len(raw) <= self.limits.max_loc_length:
+            return raw, False  # the common case, with nothing to check further
         loc = raw
         if _UNEXPANDED in loc:  # made of an entity reference, never expanded: unknowable
             self.counts["loc_unexpanded_entity"] += 1
