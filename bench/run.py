@@ -501,10 +501,21 @@ LOG_STAT = re.compile(
 
 
 def count_lines(path: str) -> int:
+    """URL rows of a JSON Lines feed: every line but sitemapcrawl's closing site report."""
     n = 0
+    last = b""
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
             n += chunk.count(b"\n")
+            last = (last + chunk)[-(1 << 16) :]
+    lines = last.rstrip(b"\n").rsplit(b"\n", 1)
+    if (
+        lines
+        and lines[-1].startswith(b"{")
+        and b'"segments":' in lines[-1]
+        and b'"url":' not in lines[-1][:20]
+    ):
+        n -= 1
     return n
 
 
