@@ -13,6 +13,7 @@ from .distributed import redis_settings
 from .extensions import SitemapProgressExtension
 from .middlewares import SitemapLastmodMiddleware
 from .pipelines import PageSamplingPipeline
+from .redirectguard import PrivateRedirectMiddleware
 from .robotstxt import SitemapRobotsTxtMiddleware
 
 if TYPE_CHECKING:
@@ -108,6 +109,9 @@ class SitemapCrawlAddon:
             "SPIDER_MIDDLEWARES", SitemapLastmodMiddleware, 550
         )
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", PageSamplingPipeline, 300)
+        settings.setdefault_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", PrivateRedirectMiddleware, 950
+        )
         # Scrapy's robots.txt middleware lets concurrent waiters through (see robotstxt.py):
         # ours takes its place, unless a project disabled it on purpose.
         middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")

@@ -1292,6 +1292,27 @@ def _(c: Ctx) -> Case:
     )
 
 
+@case("scope-redirect-to-private-address")
+def _(c: Ctx) -> Case:
+    # A public sitemap URL that redirects to the cloud metadata service: refused by
+    # PrivateRedirectMiddleware before any connection (the test's handler guard never fires).
+    target = "http://169.254.169.254/latest/meta-data/"
+    moved = f"{c.site}/_/redirect/302?to={target}"
+    fine = f"{c.site}/_/redirect/302?to={c.site}/{c.case}/leaf.xml"
+    c.write("leaf.xml", urlset(f"{c.site}/{c.case}/p/ok"))
+    return Case(
+        [moved, fine],
+        [f"{c.site}/{c.case}/p/ok"],
+        merge(
+            parsed(1, found=1),
+            failed("IgnoreRequest"),
+            {"sitemapcrawl/sitemaps/private_address_count": 1},
+        ),
+        [(moved, "fetch_failed")],
+        args={"guess": "off"},
+    )
+
+
 # -- helpers used by the cases -------------------------------------------------------------
 
 

@@ -309,6 +309,8 @@ class SitemapCrawlSpider(SitemapSpider):
                     "robots.txt is over 500 KiB; every Sitemap line was still read",
                 )
             declared = robots.sitemaps
+            if robots.invalid:
+                self.stats.inc_value(_P + "robots/invalid_sitemaps_count", robots.invalid)
         elif response.status >= 500:
             self._log_once(
                 "robots_status",
