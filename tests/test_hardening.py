@@ -1147,7 +1147,7 @@ def _(c: Ctx) -> Case:
     return Case(
         [c.base + path],
         [c.page("valid")],
-        merge(robots_stats(200, 1), parsed(1, found=1)),
+        merge(robots_stats(200, 1, robots__invalid_sitemaps_count=3), parsed(1, found=1)),
         [],
         args={"guess": "off"},
     )
