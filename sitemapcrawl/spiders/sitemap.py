@@ -279,19 +279,25 @@ class SitemapCrawlSpider(SitemapSpider):
                 callback=self._parse_robots,
                 errback=self._robots_failed,
                 cb_kwargs={"site": site},
-                meta={
-                    "handle_httpstatus_list": _ERROR_STATUSES,
-                    "dont_obey_robotstxt": True,
-                    "allow_offsite": True,
-                    "download_maxsize": self._robots_maxsize,
-                    "download_warnsize": 0,
-                    _COUNTED_META: True,
-                    **self._proxy_meta,
-                },
+                meta=self._meta(self._robots_maxsize),
                 dont_filter=not self.distributed,
                 priority=100,
             )
         )
+
+    def _meta(self, maxsize: int, **extra: Any) -> dict[str, Any]:
+        """Meta of robots.txt and sitemap requests: every status reaches the callback, they
+        are exempt from robots.txt and offsite filtering, capped, counted, proxied."""
+        return {
+            "handle_httpstatus_list": _ERROR_STATUSES,
+            "dont_obey_robotstxt": True,
+            "allow_offsite": True,
+            "download_maxsize": maxsize,
+            "download_warnsize": 0,
+            _COUNTED_META: True,
+            **self._proxy_meta,
+            **extra,
+        }
 
     def _parse_robots(self, response: Response, site: str) -> Iterator[Request]:
         self.stats.inc_value(_P + f"robots/status_count/{response.status}")
@@ -386,18 +392,12 @@ class SitemapCrawlSpider(SitemapSpider):
             callback=self._read_sitemap,
             errback=self._sitemap_failed,
             cb_kwargs={"task": task},
-            meta={
-                "handle_httpstatus_list": _ERROR_STATUSES,
-                "dont_obey_robotstxt": True,
-                "allow_offsite": True,
-                "download_maxsize": self._sitemap_maxsize,
-                "download_warnsize": 0,
+            meta=self._meta(
+                self._sitemap_maxsize,
                 # A connection lost mid-body still delivers what arrived: parse it.
-                "download_fail_on_dataloss": False,
-                _SITEMAP_META: True,
-                _COUNTED_META: True,
-                **self._proxy_meta,
-            },
+                download_fail_on_dataloss=False,
+                **{_SITEMAP_META: True},
+            ),
             # Alone, the spider's own visited set dedupes sitemaps; with workers sharing a
             # Redis queue, the shared dupefilter must see them so each is fetched once.
             dont_filter=not self.distributed,
