@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
-from scrapy.exceptions import CloseSpider, DontCloseSpider
+from scrapy.exceptions import CloseSpider, DontCloseSpider, StopDownload
 from scrapy.spiders import SitemapSpider
 from scrapy.utils.request import request_from_dict
 from w3lib.url import canonicalize_url
@@ -50,6 +50,7 @@ _ERROR_STATUSES = list(range(400, 600))
 _P = "sitemapcrawl/"
 _SITEMAP_META = "sitemapcrawl_sitemap"  # marks sitemap requests (for pause/resume)
 _COUNTED_META = "sitemapcrawl_counted"  # robots.txt and sitemaps: shared progress counter
+_RECEIVED_META = "sitemapcrawl_received"  # bytes of a sitemap body received so far
 # Reasons after which nothing is left to read: no state is kept for a next run.
 _FINAL_REASONS = frozenset({"finished", "max_urls", "bad_argument"})
 
@@ -213,6 +214,7 @@ class SitemapCrawlSpider(SitemapSpider):
         )
         crawler.signals.connect(self._on_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
+        crawler.signals.connect(self._on_bytes, signal=signals.bytes_received)
         self._shared: SharedProgress | None = None
         if self.distributed:
             self._shared = SharedProgress(
@@ -396,7 +398,7 @@ class SitemapCrawlSpider(SitemapSpider):
                 self._sitemap_maxsize,
                 # A connection lost mid-body still delivers what arrived: parse it.
                 download_fail_on_dataloss=False,
-                **{_SITEMAP_META: True},
+                **{_SITEMAP_META: True, _RECEIVED_META: 0},
             ),
             # Alone, the spider's own visited set dedupes sitemaps; with workers sharing a
             # Redis queue, the shared dupefilter must see them so each is fetched once.
@@ -440,6 +442,22 @@ class SitemapCrawlSpider(SitemapSpider):
     def _done(self) -> None:
         if self._shared is not None:
             self._shared.done()
+
+    def _on_bytes(self, data: bytes, request: Request, spider: Any = None) -> None:
+        """Stop a sitemap download at the size cap and keep what arrived.
+
+        Scrapy's own cap (``download_maxsize``, the same number) cancels the download one
+        chunk later and delivers nothing, so every URL of an oversized or endless sitemap
+        was lost. A body whose ``Content-Length`` already exceeds the cap is still refused
+        by Scrapy before any byte arrives.
+        """
+        received = request.meta.get(_RECEIVED_META)
+        if received is None:
+            return
+        received += len(data)
+        request.meta[_RECEIVED_META] = received
+        if received >= self._sitemap_maxsize > 0:
+            raise StopDownload(fail=False)
 
     def _reached_downloader(self, request: Request, spider: Any = None) -> None:
         """Remember sitemap requests that left the scheduler: a stop loses those."""
@@ -565,10 +583,20 @@ class SitemapCrawlSpider(SitemapSpider):
                 return
             self._failed(task, f"http_{response.status}", f"answered HTTP {response.status}")
             return
+        body = response.body
+        if "download_stopped" in response.flags:
+            # Read exactly up to the cap, wherever the network cut the last chunk.
+            body = body[: self._sitemap_maxsize]
+            self.stats.inc_value(_P + "errors/too_large_count")
+            self._log_once(
+                "too_large",
+                task.url,
+                f"download stopped at {self._sitemap_maxsize} bytes; reading what arrived",
+            )
         if "dataloss" in response.flags:
             self.stats.inc_value(_P + "errors/dataloss_count")
             self._log_once("dataloss", task.url, "connection lost mid-body; reading what arrived")
-        reader = SitemapReader(response.body, response.url, limits=self.limits)
+        reader = SitemapReader(body, response.url, limits=self.limits)
         kind = reader.sniff()
         if kind not in ("urlset", "sitemapindex", "text", "rss", "atom", "xml"):
             if task.probe:
