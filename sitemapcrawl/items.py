@@ -20,7 +20,9 @@ class SitemapUrlItem:
     first path component. ``depth`` is 0 for a top-level sitemap, 1 for an index's child…
     ``found_via`` says how the top-level sitemap was found: robots, guessed or given.
     ``flags``: relative_loc (resolved against the sitemap URL), beyond_protocol_limit
-    (past the 50,000th URL of its file).
+    (past the 50,000th URL of its file). ``refetch`` and ``refetch_reason`` are set on
+    incremental runs (``since``) only: whether the page should be fetched again and why
+    (see docs/output.md); None otherwise.
     """
 
     url: str
@@ -41,6 +43,8 @@ class SitemapUrlItem:
     alternates: list[dict[str, Any]] = field(default_factory=list)
     mobile: bool = False
     flags: list[str] = field(default_factory=list)
+    refetch: bool | None = None
+    refetch_reason: str | None = None
 
 
 @dataclass(slots=True)
@@ -52,7 +56,9 @@ class SiteReport:
     met (from the ``sitemapcrawl/`` stats); ``segments``: per segment its URL count, the L0
     dispersion metrics, the sampled pages (when sampling ran), the verdict and its reason;
     ``site_verdict``: the verdict covering most URLs and the share of URLs whose segment's
-    lastmod may be used; ``sample``: the sampling budget and what was fetched.
+    lastmod may be used; ``sample``: the sampling budget and what was fetched; ``incremental``: on
+    incremental runs, the ``since`` time and the refetch decisions by reason and segment;
+    ``state``: the SQLite state file used (path, run number), empty when state is off.
     """
 
     origin: str
@@ -64,3 +70,5 @@ class SiteReport:
     segments: list[dict[str, Any]] = field(default_factory=list)
     site_verdict: dict[str, Any] = field(default_factory=dict)
     sample: dict[str, Any] = field(default_factory=dict)
+    incremental: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)

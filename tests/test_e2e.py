@@ -92,6 +92,8 @@ FIELDS = [
     "alternates",
     "mobile",
     "flags",
+    "refetch",
+    "refetch_reason",
 ]
 
 

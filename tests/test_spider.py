@@ -38,6 +38,8 @@ def item(url: str, **fields: Any) -> dict[str, Any]:
         "alternates": [],
         "mobile": False,
         "flags": [],
+        "refetch": None,
+        "refetch_reason": None,
     } | fields
 
 
