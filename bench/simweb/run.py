@@ -1,0 +1,384 @@
+"""The simulated-web benchmark for lastmod verification: verdicts, fetches and staleness.
+
+    python bench/simweb/run.py [--quick] [--days N] [--seed S] [--archetypes a,b]
+                               [--pages N] [--jobs J] [--no-spider]
+
+For every archetype it generates a site, replays the baseline policies on its
+event log (in process), serves it on 127.0.0.1 and runs the real spider once
+per simulated day, then scores everything against the ground truth. Writes
+``bench/out/simweb-<timestamp>.md`` and ``.json`` (and the spider's feeds and
+logs under ``bench/out/simweb/<timestamp>/``). See ``bench/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench.simweb import metrics, policies
+from bench.simweb.model import ARCHETYPES, QUICK_ARCHETYPES, Site, run_time
+from bench.simweb.server import SimServer
+from bench.simweb.spider import REPO, decision_quality, fetch_matrix, run_day
+
+OUT = REPO / "bench" / "out"
+
+
+def log(message: str) -> None:
+    print(f"[simweb {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="6 archetypes, 8 days, 150 pages")
+    parser.add_argument("--days", type=int, help="simulated days (runs); 30 by default")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--archetypes", help="comma-separated names (default: all)")
+    parser.add_argument("--pages", type=int, help="pages per site (default 300; quick 150)")
+    parser.add_argument("--jobs", type=int, default=2, help="sites crawled at once")
+    parser.add_argument("--no-spider", action="store_true", help="baselines only")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per spider run")
+    args = parser.parse_args(argv)
+    if args.archetypes:
+        names = [a.strip() for a in args.archetypes.split(",") if a.strip()]
+        unknown = [a for a in names if a not in ARCHETYPES]
+        if unknown:
+            parser.error(f"unknown archetypes {unknown}; known: {', '.join(ARCHETYPES)}")
+    else:
+        names = list(QUICK_ARCHETYPES if args.quick else ARCHETYPES)
+    args.names = names
+    args.days = args.days or (8 if args.quick else 30)
+    args.pages = args.pages or (150 if args.quick else 300)
+    if not 1 <= args.days <= 90:
+        parser.error("--days must be within 1..90 (the simulated horizon)")
+    return args
+
+
+# --------------------------------------------------------------------------------------
+# One archetype
+# --------------------------------------------------------------------------------------
+
+
+def bench_site(name: str, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    site = Site(name, args.seed, args.pages)
+    times = [run_time(d) for d in range(args.days)]
+    tl = site.timeline(times)
+    fetch = policies.baselines(tl)
+    scores = {policy: metrics.score_fetches(site, tl, f) for policy, f in fetch.items()}
+    result: dict[str, Any] = {
+        "archetype": name,
+        "description": site.archetype.description,
+        "pages": args.pages,
+        "segments": [
+            {"segment": s.path, "truth": s.truth, "lastmod": s.lastmod, "evidence": s.evidence}
+            for s in site.archetype.segments
+        ],
+        "changed_pages_per_run": float(fetch["oracle"][1:].sum(axis=1).mean())
+        if args.days > 1
+        else 0.0,
+    }
+    if args.no_spider:
+        metrics.relative(scores)
+        result["policies"] = scores
+        return result
+    site_dir = workdir / name
+    site_dir.mkdir(parents=True, exist_ok=True)
+    records = []
+    with SimServer(site) as server:
+        for day in range(args.days):
+            record = run_day(site, server, day, site_dir, timeout=args.timeout)
+            records.append(record)
+            log(
+                f"{name} day {day}: exit {record.returncode}, {record.wall_s:.1f} s, "
+                f"{len(record.page_gets)} page GETs, "
+                f"verdicts {sorted(record.verdicts.values())}"
+                + (f", error: {record.error}" if record.error else "")
+            )
+            if record.returncode != 0 and day == 0:
+                break
+    result["runs"] = [r.summary() for r in records]
+    result["spider_failed"] = any(r.returncode != 0 for r in records)
+    result["incremental"] = bool(records) and all(r.incremental for r in records)
+    verdicts = {}
+    for spec in site.archetype.segments:
+        per_run = [r.verdicts.get(spec.path) for r in records]
+        verdicts[spec.path] = metrics.score_verdicts(spec.truth, per_run)
+    result["verdicts"] = verdicts
+    if result["incremental"] and len(records) == args.days:
+        fetched = fetch_matrix(records, len(site.pages))
+        scores["spider"] = metrics.score_fetches(site, tl, fetched)
+        refetch_true = [sum(1 for r, _ in rec.refetch.values() if r) for rec in records]
+        scores["spider"]["refetch_marked_per_run"] = (
+            float(np.mean(refetch_true[1:])) if args.days > 1 else 0.0
+        )
+        scores["spider"]["extra_gets_per_run"] = (
+            scores["spider"]["fetches_per_run"] - scores["spider"]["refetch_marked_per_run"]
+        )
+        result["decisions"] = decision_quality(records, tl.version, fetched)
+    metrics.relative(scores)
+    if "spider" in scores:
+        scores["spider"]["poisson_stale_at_equal_fetches"] = metrics.frontier_stale(
+            scores, scores["spider"]["fetches_per_run"]
+        )
+    result["policies"] = scores
+    return result
+
+
+# --------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------
+
+
+def pct(x: float | None, nd: int = 2) -> str:
+    return "n/a" if x is None else f"{100 * x:.{nd}f} %"
+
+
+def num(x: float | None, nd: int = 1) -> str:
+    return "n/a" if x is None else f"{x:.{nd}f}"
+
+
+def table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines.extend("| " + " | ".join(str(c) for c in row) + " |" for row in rows)
+    return lines
+
+
+def summarise(results: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    segs = [v for r in results for v in r.get("verdicts", {}).values()]
+    affected = [v for v in segs if v["truth"] in metrics.DANGEROUS_TRUTH]
+
+    def share(pred: Any) -> float | None:
+        return sum(1 for v in segs if pred(v)) / len(segs) if segs else None
+
+    return {
+        "segments": len(segs),
+        "correct_final": share(lambda v: v["correct_final"]),
+        "lenient_final": share(lambda v: v["lenient_final"]),
+        "correct_within_5": share(
+            lambda v: v["runs_to_correct"] is not None and v["runs_to_correct"] <= 5
+        ),
+        "correct_within_7": share(
+            lambda v: v["runs_to_correct"] is not None and v["runs_to_correct"] <= 7
+        ),
+        "dangerous_runs_total": sum(v["dangerous_runs"] for v in affected),
+        "dangerous_runs_max": max((v["dangerous_runs"] for v in affected), default=0),
+        "affected_segments": len(affected),
+        "incremental": all(r.get("incremental") for r in results) if segs else None,
+    }
+
+
+def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    out = [
+        f"# Simulated-web benchmark ({meta['started']})",
+        "",
+        f"`{meta['command']}`: seed {meta['seed']}, {meta['days']} daily runs, "
+        f"{meta['pages']} pages per site, {len(results)} archetypes; "
+        f"sitemapcrawl commit `{meta['commit']}`; {meta['wall_s']:.0f} s on "
+        f"{meta['cpus']} CPUs (load {meta['load_before']} → {meta['load_after']}).",
+        "",
+    ]
+    summary = meta.get("summary") or {}
+    if not meta["spider"]:
+        out += ["The spider was not run (`--no-spider`): baselines only.", ""]
+    elif summary.get("incremental") is False:
+        out += [
+            "**The spider has no incremental support**: its URL items carry no `refetch` "
+            "decision, so its fetches are not scored as a re-crawl policy (only its "
+            "verification sample hit the pages). Verdicts below are per-run (no state "
+            "across runs).",
+            "",
+        ]
+    if meta["spider"]:
+        out += ["## Verdicts per segment", ""]
+        rows = []
+        for r in results:
+            for path, v in r.get("verdicts", {}).items():
+                rows.append(
+                    [
+                        r["archetype"],
+                        path,
+                        v["truth"],
+                        v["verdicts"][0] if v["verdicts"] else "-",
+                        v["final"],
+                        "yes"
+                        if v["correct_final"]
+                        else ("lenient" if v["lenient_final"] else "no"),
+                        v["runs_to_correct"] or "never",
+                        v["dangerous_runs"],
+                        v["flaps"],
+                    ]
+                )
+        out += table(
+            [
+                "archetype",
+                "segment",
+                "truth",
+                "run 1",
+                "last run",
+                "correct",
+                "runs to correct",
+                "dangerous runs",
+                "flaps",
+            ],
+            rows,
+        )
+        out += [
+            "",
+            f"Segments: {summary.get('segments')}; correct at the last run "
+            f"{pct(summary.get('correct_final'), 1)} "
+            f"(lenient {pct(summary.get('lenient_final'), 1)}); "
+            f"correct and staying correct within 5 runs {pct(summary.get('correct_within_5'), 1)}, "
+            f"within 7 runs {pct(summary.get('correct_within_7'), 1)}; dangerous trust "
+            f"{summary.get('dangerous_runs_total')} runs over {summary.get('affected_segments')} "
+            f"STALE/GENERATION_TIME segments (worst segment {summary.get('dangerous_runs_max')}).",
+            "",
+        ]
+    out += [
+        "## Fetches per run and staleness",
+        "",
+        "Each cell: page fetches per run (runs 2..N) / stale page-run fraction (all runs). "
+        "Oracle = exactly the changed pages.",
+        "",
+    ]
+    names = ["refetch_all", "naive_trust", "naive_granular"]
+    names += [f"poisson_only@{t:g}" for t in policies.TABLE_THETAS]
+    has_spider = any("spider" in r["policies"] for r in results)
+    header = ["archetype", *names, *(["spider"] if has_spider else []), "oracle"]
+    rows = []
+    for r in results:
+        p = r["policies"]
+        row = [r["archetype"]]
+        for name in [*names, *(["spider"] if has_spider else [])]:
+            s = p.get(name)
+            row.append(
+                "n/a" if s is None else f"{s['fetches_per_run']:.1f} / {pct(s['stale_page_runs'])}"
+            )
+        row.append(f"{p['oracle']['fetches_per_run']:.1f}")
+        rows.append(row)
+    out += table(header, rows)
+    if has_spider:
+        out += ["", "## The spider against the oracle and Poisson-only", ""]
+        rows = []
+        for r in results:
+            s = r["policies"].get("spider")
+            if s is None:
+                continue
+            rows.append(
+                [
+                    r["archetype"],
+                    f"{s['fetches_per_run']:.1f}",
+                    f"{s['refetch_marked_per_run']:.1f}",
+                    f"{s['extra_gets_per_run']:.1f}",
+                    num(s["efficiency"], 2),
+                    pct(s["savings"], 1),
+                    pct(s["stale_page_runs"]),
+                    f"{s['missed']} / {s['changes']}",
+                    num(s["delay_mean_h"]),
+                    pct(s["poisson_stale_at_equal_fetches"]),
+                ]
+            )
+        out += table(
+            [
+                "archetype",
+                "GETs/run",
+                "marked refetch/run",
+                "extra GETs/run",
+                "x oracle",
+                "saved vs all",
+                "stale page-runs",
+                "missed / changes",
+                "delay h",
+                "Poisson-only stale at equal GETs",
+            ],
+            rows,
+        )
+        out += ["", "### Decisions by reason (runs 2..N)", ""]
+        rows = []
+        for r in results:
+            for reason, d in sorted(r.get("decisions", {}).items()):
+                rows.append([r["archetype"], reason, d["urls"], d["changed"], d["fetched"]])
+        out += table(["archetype", "reason", "URLs", "changed since capture", "fetched"], rows)
+    out += [""]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    workdir = OUT / "simweb" / stamp
+    workdir.mkdir(parents=True, exist_ok=True)
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    started = time.monotonic()
+    log(
+        f"{len(args.names)} archetypes x {args.days} days, {args.pages} pages, seed {args.seed}; "
+        f"output {workdir}"
+    )
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(lambda n: bench_site(n, args, workdir), args.names))
+    meta = {
+        "started": stamp,
+        "command": "python bench/simweb/run.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "seed": args.seed,
+        "days": args.days,
+        "pages": args.pages,
+        "spider": not args.no_spider,
+        "commit": _commit(),
+        "cpus": os.cpu_count(),
+        "load_before": load_before,
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "wall_s": time.monotonic() - started,
+    }
+    meta["summary"] = summarise(results, args) if not args.no_spider else None
+    report = markdown(results, meta)
+    (OUT / f"simweb-{stamp}.md").write_text(report, encoding="utf-8")
+    with (OUT / f"simweb-{stamp}.json").open("w", encoding="utf-8") as handle:
+        json.dump({"meta": meta, "results": results}, handle, indent=1, default=_jsonable)
+    print(report)
+    log(f"wrote {OUT / f'simweb-{stamp}.md'} and .json in {meta['wall_s']:.0f} s")
+    return 0
+
+
+def _commit() -> str:
+    """HEAD, and whether the spider's code in the working tree differs from it."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "sitemapcrawl"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{head} + uncommitted changes in sitemapcrawl/" if dirty else head
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
