@@ -2,6 +2,7 @@
 
     python bench/simweb/run.py [--quick] [--days N] [--seed S] [--archetypes a,b]
                                [--pages N] [--jobs J] [--no-spider]
+    python bench/simweb/run.py --render bench/out/simweb-<timestamp>.json
 
 For every archetype it generates a site, replays the baseline policies on its
 event log (in process), serves it on 127.0.0.1 and runs the real spider once
@@ -50,6 +51,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=2, help="sites crawled at once")
     parser.add_argument("--no-spider", action="store_true", help="baselines only")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per spider run")
+    parser.add_argument(
+        "--render", metavar="JSON", help="only rewrite the Markdown report of a saved run"
+    )
     args = parser.parse_args(argv)
     if args.archetypes:
         names = [a.strip() for a in args.archetypes.split(",") if a.strip()]
@@ -291,6 +295,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                     f"{s['missed']} / {s['changes']}",
                     num(s["delay_mean_h"]),
                     pct(s["poisson_stale_at_equal_fetches"]),
+                    _sitemap_304(r),
                 ]
             )
         out += table(
@@ -305,6 +310,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 "missed / changes",
                 "delay h",
                 "Poisson-only stale at equal GETs",
+                "sitemap 304s / requests",
             ],
             rows,
         )
@@ -317,6 +323,16 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     out += targets(results, summary) if has_spider else []
     out += [""]
     return "\n".join(out)
+
+
+def _sitemap_304(result: dict[str, Any]) -> str:
+    """Sitemap and index responses that were 304 over those requested, runs 2..N."""
+    runs = result.get("runs", [])[1:]
+    if not all("not_modified" in r for r in runs):
+        return "n/a"
+    asked = sum(r["requests"].get(w, 0) for r in runs for w in ("index", "sitemap"))
+    same = sum(r.get("not_modified", {}).get(w, 0) for r in runs for w in ("index", "sitemap"))
+    return f"{same} / {asked}"
 
 
 TRUSTED_TRUTHS = frozenset({"TRUSTED"})
@@ -358,8 +374,19 @@ def targets(results: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]
     return ["", "## Targets (issue 7)", "", *table(["target", "measured"], rows)]
 
 
+def rerender(path: Path) -> int:
+    """Rewrite ``<run>.md`` from ``<run>.json`` (after a change to the report's layout)."""
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    report = markdown(saved["results"], saved["meta"])
+    path.with_suffix(".md").write_text(report, encoding="utf-8")
+    print(report)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render:
+        return rerender(Path(args.render))
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     workdir = OUT / "simweb" / stamp
     workdir.mkdir(parents=True, exist_ok=True)

@@ -56,6 +56,7 @@ class RunRecord:
     statuses: dict[str, int] = field(default_factory=dict)
     requests: dict[str, int] = field(default_factory=dict)
     conditional: int = 0
+    not_modified: dict[str, int] = field(default_factory=dict)
     error: str | None = None
 
     def summary(self) -> dict[str, Any]:
@@ -74,6 +75,7 @@ class RunRecord:
             "statuses": self.statuses,
             "requests": self.requests,
             "conditional": self.conditional,
+            "not_modified": self.not_modified,
             "error": self.error,
         }
 
@@ -135,6 +137,7 @@ def run_day(
     record.statuses = dict(Counter(str(h.status) for h in hits))
     record.requests = dict(Counter(h.what for h in hits))
     record.conditional = sum(1 for h in hits if h.conditional)
+    record.not_modified = dict(Counter(h.what for h in hits if h.status == 304))
     record.page_gets = [h.page for h in hits if h.what == "page" and h.status in (200, 304)]
     return record
 
