@@ -3,6 +3,7 @@
 BOT_NAME = "sitemapcrawl"
 SPIDER_MODULES = ["sitemapcrawl.spiders"]
 NEWSPIDER_MODULE = "sitemapcrawl.spiders"
+COMMANDS_MODULE = "sitemapcrawl.commands"
 
 ADDONS = {"sitemapcrawl.addon.SitemapCrawlAddon": 0}
 

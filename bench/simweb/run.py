@@ -52,6 +52,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-spider", action="store_true", help="baselines only")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per spider run")
     parser.add_argument(
+        "--spider-repo",
+        type=Path,
+        default=REPO,
+        help="run the spider of this checkout (default: this repository)",
+    )
+    parser.add_argument(
         "--render", metavar="JSON", help="only rewrite the Markdown report of a saved run"
     )
     args = parser.parse_args(argv)
@@ -102,7 +108,9 @@ def bench_site(name: str, args: argparse.Namespace, workdir: Path) -> dict[str, 
     records = []
     with SimServer(site) as server:
         for day in range(args.days):
-            record = run_day(site, server, day, site_dir, timeout=args.timeout)
+            record = run_day(
+                site, server, day, site_dir, timeout=args.timeout, repo=args.spider_repo
+            )
             records.append(record)
             log(
                 f"{name} day {day}: exit {record.returncode}, {record.wall_s:.1f} s, "
@@ -413,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         "days": args.days,
         "pages": args.pages,
         "spider": not args.no_spider,
-        "commit": _commit(),
+        "commit": _commit(args.spider_repo),
         "cpus": os.cpu_count(),
         "load_before": load_before,
         "load_after": [round(x, 2) for x in os.getloadavg()],
@@ -429,23 +437,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _commit() -> str:
+def _commit(repo: Path) -> str:
     """HEAD, and whether the spider's code in the working tree differs from it."""
     try:
         head = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(REPO), "status", "--porcelain", "--", "sitemapcrawl"],
+            ["git", "-C", str(repo), "status", "--porcelain", "--", "sitemapcrawl"],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return f"unknown (not a git checkout: {repo})"
     return f"{head} + uncommitted changes in sitemapcrawl/" if dirty else head
 
 

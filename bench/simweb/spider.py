@@ -113,9 +113,15 @@ def command(origin: str, feed: Path, log: Path, state: Path) -> list[str]:
 
 
 def run_day(
-    site: Site, server: SimServer, day: int, workdir: Path, timeout: float = 600.0
+    site: Site,
+    server: SimServer,
+    day: int,
+    workdir: Path,
+    *,
+    timeout: float = 600.0,
+    repo: Path = REPO,
 ) -> RunRecord:
-    """Set the clock to run ``day`` and crawl the site once."""
+    """Set the clock to run ``day`` and crawl the site once with the spider of ``repo``."""
     server.set_clock(run_time(day), day)
     run_dir = workdir / f"day-{day:02d}"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -125,7 +131,7 @@ def run_day(
     try:
         with (run_dir / "stdout.txt").open("wb") as out:
             proc = subprocess.run(
-                cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=False
+                cmd, cwd=repo, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=False
             )
         returncode = proc.returncode
         error = None if returncode == 0 else f"exit status {returncode}"

@@ -1,0 +1,1 @@
+"""sitemapcrawl's Scrapy commands (``COMMANDS_MODULE``): ``scrapy sitemapreport``."""
