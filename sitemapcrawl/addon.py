@@ -63,6 +63,16 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_SAMPLE_PANEL": 10,  # fixed URLs re-fetched every run, within the budget
     "SITEMAPCRAWL_SAMPLE_SEED": "sitemapcrawl",
     "SITEMAPCRAWL_REPORT_PATH": "",  # also write the site report as JSON here
+    # State across runs (sitemapcrawl.state): verdict history, lastmod history, fingerprints,
+    # sitemap validators. Relative paths are under the crawl's working directory; "" = off.
+    "SITEMAPCRAWL_STATE_PATH": ".scrapy/sitemapcrawl/state.sqlite",  # argument: state
+    "SITEMAPCRAWL_CONDITIONAL_SITEMAPS": True,  # If-None-Match / If-Modified-Since; 304 replays
+    "SITEMAPCRAWL_INDEX_TRUST_MIN": 3,  # agreeing child changes before index lastmod skips
+    # Incremental runs (argument since=ISO|last; pages=refetch fetches what is marked)
+    "SITEMAPCRAWL_INCREMENTAL_THETA": 0.3,  # refetch when P(changed) >= this (untrusted)
+    "SITEMAPCRAWL_INCREMENTAL_MAX_AGE_DAYS": 30.0,  # refetch at least this often
+    "SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED": 0.03,  # audit share of unchanged URLs
+    "SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL": 0.08,
     # Production
     "SITEMAPCRAWL_PROXY": "",  # every request through this proxy (argument: proxy)
     # Workers sharing a crawl through scrapy-redis (see sitemapcrawl.distributed)

@@ -17,6 +17,7 @@ import json
 import logging
 from collections import Counter
 from dataclasses import asdict
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,13 +27,14 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
 from sitemapcrawl.items import SitemapUrlItem, SiteReport
-from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
+from sitemapcrawl.sitemaps.dates import format_utc, parse_feed_date, parse_lastmod
 from sitemapcrawl.verification import site_verification
 from sitemapcrawl.verify.pagedates import page_evidence
 from sitemapcrawl.verify.sampling import SegmentSampler, allocate
 from sitemapcrawl.verify.scoring import agreement, static_verdict
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Self
 
     from scrapy.core.engine import ExecutionEngine
@@ -50,6 +52,8 @@ __all__ = ["PageSamplingPipeline"]
 _P = "sitemapcrawl/sample/"
 _USABLE = frozenset({"TRUSTED", "PROVISIONAL", "OVER_REPORTING"})
 _SAMPLE_META = "sitemapcrawl_sample"
+_REFETCH_META = "sitemapcrawl_refetch"
+_R = "sitemapcrawl/refetch/"
 _DISCOVERY_STATS = ("sitemapcrawl/sitemaps/", "sitemapcrawl/robots/", "sitemapcrawl/guess/")
 
 
@@ -99,7 +103,21 @@ class PageSamplingPipeline:
         return self._sampling
 
     def process_item(self, item: Any) -> Any:
-        if type(item) is SitemapUrlItem and self.sampling:
+        if type(item) is not SitemapUrlItem:
+            return item
+        state = self.site.state
+        if state is not None:
+            record = self.site.segment(item.segment)
+            decision = state.observe_item(item, record.t_ref or self.site.started)
+            if decision is not None:
+                item.refetch = decision.refetch
+                item.refetch_reason = decision.reason
+                stats = self.crawler.stats
+                assert stats is not None
+                stats.inc_value(f"sitemapcrawl/incremental/{decision.reason}_count")
+                if decision.refetch:
+                    stats.inc_value("sitemapcrawl/incremental/refetch_count")
+        if self.sampling:
             record = self.site.segment(item.segment)
             if record.sampler is None:
                 record.sampler = SegmentSampler(
@@ -120,7 +138,8 @@ class PageSamplingPipeline:
         if self.phase == "discovery":
             self.phase = "sampling"
             requests = self._plan() if self.sampling else []
-            if requests:
+            state = self.site.state
+            if requests or (state is not None and state.pending):
                 fetching = deferred_from_coro(self._fetch_all(requests))
                 fetching.addBoth(self._sampled)
                 raise DontCloseSpider
@@ -149,12 +168,99 @@ class PageSamplingPipeline:
         return requests
 
     async def _fetch_all(self, requests: list[Request]) -> None:
-        """Fetch the samples through the engine's downloader (robots.txt, throttling, retries
-        and redirects apply), in this worker: the shared scheduler of distributed mode could
-        hand them to another worker, whose report would not know them."""
+        """Fetch the samples, then the pages marked for refetch (``pages=refetch``), through
+        the engine's downloader (robots.txt, throttling, retries and redirects apply), in
+        this worker, at most ``CONCURRENT_REQUESTS`` at a time. A page sampled is not
+        fetched again as a refetch."""
         engine = self.crawler.engine
         assert engine is not None
-        await asyncio.gather(*(self._fetch(engine, request) for request in requests))
+        state = self.site.state
+        sampled = {r.url for r in requests}
+        pending: Iterator[Request] = iter(requests)
+        if state is not None and state.pending:
+            pending = chain(
+                pending,
+                (
+                    Request(
+                        url,
+                        cb_kwargs={"segment": segment, "reason": reason},
+                        meta={_REFETCH_META: reason, "handle_httpstatus_all": True},
+                        dont_filter=True,
+                        priority=-20,
+                    )
+                    for url, segment, reason in state.pending_pages(sampled)
+                ),
+            )
+        workers = max(1, self.crawler.settings.getint("CONCURRENT_REQUESTS"))
+
+        async def worker() -> None:
+            for request in pending:
+                if _REFETCH_META in request.meta:
+                    await self._refetch(engine, request)
+                else:
+                    await self._fetch(engine, request)
+
+        await asyncio.gather(*(worker() for _ in range(workers)))
+
+    async def _refetch(self, engine: ExecutionEngine, request: Request) -> None:
+        """A page marked for refetch: fetch it and record what it is now."""
+        stats = self.crawler.stats
+        assert stats is not None
+        state = self.site.state
+        assert state is not None
+        segment: str = request.cb_kwargs["segment"]
+        reason: str = request.cb_kwargs["reason"]
+        stats.inc_value(_R + "requested_count")
+        try:
+            response = await engine.download_async(request)
+        except Exception:  # noqa: BLE001 - a failed refetch is counted, never fatal
+            stats.inc_value(_R + "failed_count")
+            state.observe_page(
+                request.url,
+                segment,
+                reason,
+                status=None,
+                fetched_at=self._now(None),
+                fingerprint=None,
+                page_modified=None,
+                http_last_modified=None,
+                etag=None,
+            )
+            return
+        stats.inc_value(_R + f"status_count/{response.status}")
+        fingerprint = page_modified = http_modified = etag = None
+        if response.status == 200:
+            evidence = page_evidence(
+                response.body, response.url, _headers(response), now=self._now(response)
+            )
+            fingerprint = evidence.fingerprint
+            best = evidence.best_modified
+            page_modified = best.value.iso if best is not None and best.value else None
+            http_modified = evidence.http_last_modified.iso if evidence.http_last_modified else None
+            etag = evidence.etag
+        observed = state.observe_page(
+            request.url,
+            segment,
+            reason,
+            status=response.status,
+            fetched_at=self._now(response),
+            fingerprint=fingerprint,
+            page_modified=page_modified,
+            http_last_modified=http_modified,
+            etag=etag,
+        )
+        if observed is not None:
+            stats.inc_value(_R + ("changed_count" if observed["changed"] else "unchanged_count"))
+
+    def _now(self, response: Response | None) -> dt.datetime:
+        """The server's clock (its ``Date`` header), else ours."""
+        if response is not None:
+            raw = response.headers.get(b"Date")
+            if raw:
+                parsed = parse_feed_date(raw.decode("latin-1"))
+                if parsed is not None and parsed.value is not None:
+                    return parsed.value
+        return dt.datetime.now(dt.UTC)
 
     async def _fetch(self, engine: ExecutionEngine, request: Request) -> None:
         record: SegmentRecord = request.cb_kwargs["record"]
@@ -200,10 +306,7 @@ class PageSamplingPipeline:
     def _page(self, response: Response, record: SegmentRecord, sampled: SampledUrl) -> None:
         stats = self.crawler.stats
         assert stats is not None
-        headers = {
-            k.decode("latin-1"): b", ".join(v).decode("latin-1")
-            for k, v in response.headers.items()
-        }
+        headers = _headers(response)
         t_ref = record.t_ref or self.site.started
         result: dict[str, Any] = {
             "url": sampled.url,
@@ -213,11 +316,14 @@ class PageSamplingPipeline:
             "status": response.status,
             "final_url": response.url if response.url != sampled.url else None,
         }
+        page_modified = None
         if response.status != 200:
             outcome = f"HTTP_{response.status}"
         else:
             evidence = page_evidence(response.body, response.url, headers, now=t_ref)
             best = evidence.best_modified
+            if best is not None and best.value is not None:
+                page_modified = best.value.iso
             published = evidence.published[0] if evidence.published else None
             outcome = agreement(
                 sampled.lastmod,
@@ -241,6 +347,21 @@ class PageSamplingPipeline:
             stats.inc_value(_P + "fetched_count")
         result["outcome"] = outcome
         stats.inc_value(_P + f"outcome_count/{outcome.split(':')[0]}")
+        state = self.site.state
+        if state is not None:
+            observed = state.observe_page(
+                sampled.url,
+                record.name,
+                "panel" if sampled.in_panel else "sample",
+                status=response.status,
+                fetched_at=self._now(response),
+                fingerprint=result.get("fingerprint"),
+                page_modified=page_modified,
+                http_last_modified=result.get("http_last_modified"),
+                etag=result.get("etag"),
+            )
+            if observed is not None:
+                result["change"] = observed
         record.samples.append(result)
 
     def _page_failed(self, record: SegmentRecord, sampled: SampledUrl, reason: str) -> None:
@@ -270,6 +391,7 @@ class PageSamplingPipeline:
         origin = getattr(spider, "origin", None) or ",".join(getattr(spider, "sitemap_urls", []))
         now = dt.datetime.now(dt.UTC)
         segments = []
+        state = self.site.state
         verdicts: Counter[str] = Counter()
         urls_by_verdict: Counter[str] = Counter()
         for record in sorted(self.site.segments.values(), key=lambda r: r.name):
@@ -282,9 +404,13 @@ class PageSamplingPipeline:
             )
             outcomes = [s["outcome"] for s in record.samples]
             verdict = static_verdict(l0, outcomes, t_ref)
-            verdicts[verdict.name] += 1
-            urls_by_verdict[verdict.name] += record.urls
-            stats.inc_value(f"sitemapcrawl/verdict_count/{verdict.name}")
+            name, reason, evidence = verdict.name, verdict.reason, verdict.evidence
+            cross_run: dict[str, Any] = {}
+            if state is not None:
+                name, reason, cross_run = state.judge(record.name, name, reason, evidence)
+            verdicts[name] += 1
+            urls_by_verdict[name] += record.urls
+            stats.inc_value(f"sitemapcrawl/verdict_count/{name}")
             segments.append(
                 {
                     "segment": record.name,
@@ -293,9 +419,10 @@ class PageSamplingPipeline:
                     "sitemaps": sorted(record.sitemaps),
                     "t_ref": format_utc(t_ref),
                     "clock_skew_seconds": record.clock_skew_seconds,
-                    "verdict": verdict.name,
-                    "reason": verdict.reason,
-                    "evidence": verdict.evidence,
+                    "verdict": name,
+                    "reason": reason,
+                    "evidence": evidence,
+                    **({"static_verdict": verdict.name, "cross_run": cross_run} if state else {}),
                     "l0": l0.as_dict(),
                     "outcomes": dict(Counter(o.split(":")[0] for o in outcomes)),
                     "samples": sorted(record.samples, key=lambda s: s["url"]),
@@ -350,6 +477,18 @@ class PageSamplingPipeline:
                 "fetched": values.get(_P + "fetched_count", 0),
                 "failed": values.get(_P + "failed_count", 0),
             },
+            incremental=(
+                {
+                    **state.incremental_summary(),
+                    "pages_requested": values.get(_R + "requested_count", 0),
+                    "pages_failed": values.get(_R + "failed_count", 0),
+                    "pages_changed": values.get(_R + "changed_count", 0),
+                    "pages_unchanged": values.get(_R + "unchanged_count", 0),
+                }
+                if state is not None and state.incremental
+                else {}
+            ),
+            state=state.describe() if state is not None else {},
         )
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
@@ -360,6 +499,12 @@ class PageSamplingPipeline:
         with self.report_path.open("w", encoding="utf-8") as handle:
             json.dump(_as_dict(report), handle, indent=2, ensure_ascii=False, default=str)
         logger.info("Site report written to %(path)s", {"path": self.report_path})
+
+
+def _headers(response: Response) -> dict[str, str]:
+    return {
+        k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()
+    }
 
 
 def _as_dict(report: SiteReport) -> dict[str, Any]:

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
+    from sitemapcrawl.state import CrawlState
+
 
 __all__ = ["SegmentRecord", "SiteVerification", "site_verification"]
 
@@ -90,6 +92,8 @@ class SiteVerification:
         self.started = dt.datetime.now(dt.UTC)
         #: Set by the sampling pipeline; the spider's ``site_report`` callback calls it.
         self.report_builder: Callable[[], Any] | None = None
+        #: The state file, when the spider opened one (``sitemapcrawl.state``).
+        self.state: CrawlState | None = None
 
     def segment(self, name: str) -> SegmentRecord:
         record = self.segments.get(name)

@@ -46,6 +46,9 @@ def scrapy_crawl(*args: str, out: Path) -> tuple[str, dict[str, Any]]:
             # and with one request in flight "first" does not depend on network timing.
             "-s",
             "CONCURRENT_REQUESTS=1",
+            # The state file is on by default: each crawl here gets its own.
+            "-s",
+            f"SITEMAPCRAWL_STATE_PATH={out.parent / 'state.sqlite'}",
         ],
         cwd=ROOT,
         env=env,

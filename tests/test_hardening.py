@@ -1392,6 +1392,7 @@ BASE_SETTINGS: dict[str, Any] = {
     "DOWNLOAD_TIMEOUT": 10,
     "TELNETCONSOLE_ENABLED": False,
     "SITEMAPCRAWL_PROGRESS_INTERVAL": 0,
+    "SITEMAPCRAWL_STATE_PATH": "",  # each case starts from nothing
     "STATS_CLASS": f"{__name__}.JsonStatsCollector",
     "TWISTED_DNS_RESOLVER": f"{__name__}.LoopbackResolver",
     "DOWNLOAD_HANDLERS": json.dumps({"http": f"{__name__}.LoopbackOnlyHandler"}),

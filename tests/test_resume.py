@@ -25,7 +25,8 @@ def run(server: MockServer, out: Path, *extra: str) -> str:
             "-o", f"{out}:jsonlines",
             "-s", "CONCURRENT_REQUESTS=1", "-s", "SITEMAPCRAWL_CONCURRENT_SITEMAPS=1",
             "-s", "REMOTE_CONTROL_ENABLED=False", "-s", "TELNETCONSOLE_ENABLED=False",
-            "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=INFO", *extra,
+            "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=INFO",
+            "-s", "SITEMAPCRAWL_STATE_PATH=", *extra,
         ],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip

@@ -25,9 +25,11 @@ from w3lib.url import canonicalize_url
 from sitemapcrawl.distributed import SharedProgress, requeue
 from sitemapcrawl.items import SitemapUrlItem
 from sitemapcrawl.sitemaps import Limits, SitemapReader, SitemapRef, UrlEntry
+from sitemapcrawl.sitemaps.dates import parse_lastmod
 from sitemapcrawl.sitemaps.robots import parse_robots
 from sitemapcrawl.sitemaps.scope import SCOPE_MODES, ScopePolicy, private_address
 from sitemapcrawl.sitemaps.seen import SeenUrls
+from sitemapcrawl.state import CrawlState, StateError, parse_since, state_path
 from sitemapcrawl.verification import site_verification
 
 if TYPE_CHECKING:
@@ -52,7 +54,9 @@ _SITEMAP_META = "sitemapcrawl_sitemap"  # marks sitemap requests (for pause/resu
 _COUNTED_META = "sitemapcrawl_counted"  # robots.txt and sitemaps: shared progress counter
 _RECEIVED_META = "sitemapcrawl_received"  # bytes of a sitemap body received so far
 # Reasons after which nothing is left to read: no state is kept for a next run.
-_FINAL_REASONS = frozenset({"finished", "max_urls", "bad_argument"})
+_FINAL_REASONS = frozenset({"finished", "max_urls", "bad_argument", "bad_state"})
+# Sitemap requests also take 304 Not Modified (conditional requests from the state file).
+_SITEMAP_STATUSES = [304, *_ERROR_STATUSES]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,7 @@ class SitemapTask:
     chain: tuple[str, ...] = ()  # canonical URLs of the indexes above this file
     declared_in_robots: bool = False
     probe: bool = False  # a guessed location: a 404 is a quiet miss
+    parent: str | None = None  # the index that listed this file
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -134,6 +139,9 @@ class SitemapCrawlSpider(SitemapSpider):
         "guess",
         "proxy",
         "sample",
+        "since",
+        "state",
+        "pages",
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -197,6 +205,20 @@ class SitemapCrawlSpider(SitemapSpider):
             self.sample_pages = _SWITCH[str(sample).strip().lower()] if sample else None
             proxy = raw.get("proxy") or settings.get("SITEMAPCRAWL_PROXY")
             self._proxy_meta = {"proxy": _http_url("proxy", proxy)} if proxy else {}
+            since = raw.get("since")
+            self.since = parse_since(str(since)) if since else None
+            self.state_file = state_path(raw.get("state"), settings)
+            pages = str(raw.get("pages", "none")).strip().lower()
+            if pages not in ("none", "refetch"):
+                raise ValueError(f"argument pages={pages!r} is not one of none, refetch")
+            self.fetch_pages = pages == "refetch"
+            if self.fetch_pages and self.since is None:
+                raise ValueError("argument pages=refetch needs since=last or since=<date>")
+            if self.since is not None and self.state_file is None:
+                raise ValueError(
+                    "argument since needs the state file: state is off "
+                    "(set SITEMAPCRAWL_STATE_PATH or -a state=PATH)"
+                )
             if not self.origin and not self.sitemap_urls:
                 raise ValueError(
                     "argument origin is missing: pass -a origin=https://site or -a sitemap_urls=..."
@@ -231,6 +253,48 @@ class SitemapCrawlSpider(SitemapSpider):
             max_loc_length=settings.getint("SITEMAPCRAWL_MAX_LOC_LENGTH"),
         )
         self._policies: dict[str, ScopePolicy] = {}
+        self._conditional = settings.getbool("SITEMAPCRAWL_CONDITIONAL_SITEMAPS")
+        self._index_trust_min = settings.getint("SITEMAPCRAWL_INDEX_TRUST_MIN")
+        self.crawl_state: CrawlState | None = None
+
+    def _open_state(self) -> None:
+        """Open the state file (verification on, one machine); a bad one stops the crawl."""
+        settings = self.crawler.settings
+        if self.state_file is None or not settings.getbool("SITEMAPCRAWL_VERIFY_ENABLED"):
+            return
+        if self.distributed:
+            logger.info(
+                "State file not used: workers sharing a Redis queue each see part of the "
+                "site (see README, 'State across runs')"
+            )
+            return
+        origin = self.origin or ",".join(self.sitemap_urls)
+        self.crawl_state = CrawlState.open(
+            self.state_file,
+            origin,
+            since=self.since,
+            pages=self.fetch_pages,
+            settings=settings,
+        )
+        site_verification(self.crawler).state = self.crawl_state
+        self.crawler.signals.connect(self._close_state, signal=signals.spider_closed)
+        since = self.since
+        logger.info(
+            "State: %(path)s (run %(run)d, since %(since)s)",
+            {
+                "path": self.state_file,
+                "run": self.crawl_state.run_id,
+                "since": "not set"
+                if since is None
+                else since
+                if isinstance(since, str)
+                else since.isoformat(),
+            },
+        )
+
+    def _close_state(self, reason: str) -> None:
+        if self.crawl_state is not None:
+            self.crawl_state.finish(reason)
 
     @property
     def discovery_pending(self) -> bool:
@@ -251,6 +315,11 @@ class SitemapCrawlSpider(SitemapSpider):
         if self.argument_error:
             logger.error("Not crawling: %(error)s", {"error": self.argument_error})
             raise CloseSpider("bad_argument")
+        try:
+            self._open_state()
+        except StateError as exc:
+            logger.error("Not crawling: %(error)s", {"error": exc})
+            raise CloseSpider("bad_state") from None
         resumed = self._resume()
         if resumed is not None:
             for unread in resumed:
@@ -302,6 +371,14 @@ class SitemapCrawlSpider(SitemapSpider):
         }
 
     def _parse_robots(self, response: Response, site: str) -> Iterator[Request]:
+        """Request each sitemap robots.txt declares (or guess where sitemaps are).
+
+        @url {base}/robots.txt
+        @cb_kwargs {"site": "{base}/"}
+        @site
+        @returns requests 2 2
+        @returns items 0 0
+        """
         self.stats.inc_value(_P + f"robots/status_count/{response.status}")
         declared: list[str] = []
         if response.status == 200:
@@ -389,17 +466,25 @@ class SitemapCrawlSpider(SitemapSpider):
         if not task.probe:
             self._sitemaps_scheduled += 1
         self.stats.inc_value(_P + "sitemaps/requested_count")
+        headers = None
+        if self.crawl_state is not None and self._conditional:
+            headers = self.crawl_state.conditional_headers(task.url) or None
+            if headers:
+                self.stats.inc_value(_P + "state/conditional_count")
+        meta = self._meta(
+            self._sitemap_maxsize,
+            # A connection lost mid-body still delivers what arrived: parse it.
+            download_fail_on_dataloss=False,
+            **{_SITEMAP_META: True, _RECEIVED_META: 0},
+        )
+        meta["handle_httpstatus_list"] = _SITEMAP_STATUSES
         request = Request(
             task.url,
             callback=self._read_sitemap,
             errback=self._sitemap_failed,
             cb_kwargs={"task": task},
-            meta=self._meta(
-                self._sitemap_maxsize,
-                # A connection lost mid-body still delivers what arrived: parse it.
-                download_fail_on_dataloss=False,
-                **{_SITEMAP_META: True, _RECEIVED_META: 0},
-            ),
+            headers=headers,
+            meta=meta,
             # Alone, the spider's own visited set dedupes sitemaps; with workers sharing a
             # Redis queue, the shared dupefilter must see them so each is fetched once.
             dont_filter=not self.distributed,
@@ -548,7 +633,14 @@ class SitemapCrawlSpider(SitemapSpider):
 
     def _parse_sitemap(self, response: Response) -> Iterable[Any]:
         """The stock spider's callback, for subclasses that request sitemaps themselves:
-        robots.txt or a sitemap given by URL, read by sitemapcrawl."""
+        robots.txt or a sitemap given by URL, read by sitemapcrawl.
+
+        @url {base}/pages.txt
+        @site
+        @returns items 2 2
+        @returns requests 0 0
+        @scrapes url sitemap segment found_via
+        """
         if not self._configured:
             self._configure(self.crawler)
         site = self.origin or urljoin(response.url, "/")
@@ -559,6 +651,16 @@ class SitemapCrawlSpider(SitemapSpider):
         return self._read(response, SitemapTask(response.url, "given", site))
 
     def _read_sitemap(self, response: Response, task: SitemapTask) -> Iterator[Any]:
+        """Read a sitemap the spider requested: its URLs as items, its children as requests.
+
+        @url {base}/_/gzip/sitemaps/posts.xml
+        @site
+        @sitemap_task robots
+        @returns items 3 3
+        @returns requests 0 0
+        @lastmods 2
+        @scrapes url lastmod lastmod_raw sitemap segment depth found_via
+        """
         try:
             yield from self._read(response, task)
         finally:  # done once every entry is out (or the crawl stopped reading it)
@@ -582,6 +684,9 @@ class SitemapCrawlSpider(SitemapSpider):
                 self.stats.inc_value(_P + "guess/miss_count")
                 return
             self._failed(task, f"http_{response.status}", f"answered HTTP {response.status}")
+            return
+        if response.status == 304:
+            yield from self._not_modified(response, task)
             return
         body = response.body
         if "download_stopped" in response.flags:
@@ -612,6 +717,22 @@ class SitemapCrawlSpider(SitemapSpider):
         if reader.decoder.layers:
             self.stats.inc_value(_P + "sitemaps/gzip_count")
         yield from self._entries(reader, task)
+        if self.crawl_state is not None:
+            complete = not (
+                reader.faults
+                or self._closing
+                or "download_stopped" in response.flags
+                or "dataloss" in response.flags
+            )
+            self.crawl_state.sitemap_read(
+                task.url,
+                response,
+                kind="sitemapindex" if reader.sitemaps else kind,
+                body=body,
+                index_lastmod=task.parent_lastmod,
+                parent=task.parent,
+                complete=complete,
+            )
 
     def _entries(self, reader: SitemapReader, task: SitemapTask) -> Iterator[Any]:
         children: list[SitemapRef] = []
@@ -691,6 +812,10 @@ class SitemapCrawlSpider(SitemapSpider):
             self._log_once("max_urls", "", f"max_urls={max_urls} reached; closing")
             raise CloseSpider("max_urls")
         if children:
+            if self.crawl_state is not None:
+                self.crawl_state.save_children(
+                    task.url, [(c.loc, c.lastmod.raw if c.lastmod else None) for c in children]
+                )
             yield from self._child_requests(children, task, sitemap_url)
 
     def _record(
@@ -736,6 +861,8 @@ class SitemapCrawlSpider(SitemapSpider):
         undated = [c for c in children if c.lastmod is None or c.lastmod.value is None]
         dated.sort(key=_child_time, reverse=True)
         chain = (*task.chain, canonicalize_url(sitemap_url))
+        state = self.crawl_state
+        trusted_index = state is not None and state.index_trusted(task.url, self._index_trust_min)
         for rank, child in enumerate(dated + undated):
             if not any(regex.search(child.loc) for regex in self._follow):
                 self.stats.inc_value(_P + "sitemaps/not_followed_count")
@@ -748,9 +875,83 @@ class SitemapCrawlSpider(SitemapSpider):
                 segment=_file_segment(child.loc, task.site),
                 chain=chain,
                 probe=False,
+                parent=task.url,
             )
+            if trusted_index and self._unchanged_child(child_task):
+                yield from self._replay(child_task)
+                continue
             if request := self._sitemap_request(child_task, priority=-rank - task.depth * 1000):
                 yield request
+
+    # -- the state file: 304s and unchanged children -------------------------------------
+
+    def _not_modified(self, response: Response, task: SitemapTask) -> Iterator[Any]:
+        """A conditional request answered 304: replay what the file listed last time."""
+        state = self.crawl_state
+        known = state.known_sitemap(task.url) if state is not None else None
+        if state is None or known is None:
+            self._failed(task, "http_304", "answered 304 Not Modified without a stored copy")
+            return
+        self.stats.inc_value(_P + "state/not_modified_count")
+        self.stats.inc_value(_P + "sitemaps/parsed_count")
+        self.stats.inc_value(_P + "sitemaps/parsed_count/not_modified")
+        if known.kind != "sitemapindex":
+            yield from self._replay(task)
+            return
+        children = [
+            SitemapRef(loc, parse_lastmod(raw) if raw is not None else None)
+            for loc, raw in state.stored_children(task.url)
+        ]
+        state.store.touch_sitemap(state.origin, task.url, state.run_id)
+        if children:
+            self.stats.inc_value(_P + "children/listed_count", len(children))
+            yield from self._child_requests(children, task, task.url)
+
+    def _unchanged_child(self, task: SitemapTask) -> bool:
+        """The index's ``<lastmod>`` for this child is what it was when the child was last
+        read completely (and the index's lastmods have proven to move with content)."""
+        state = self.crawl_state
+        assert state is not None
+        known = state.known_sitemap(task.url)
+        return (
+            known is not None
+            and known.body_hash is not None
+            and known.kind != "sitemapindex"
+            and task.parent_lastmod is not None
+            and known.index_lastmod == task.parent_lastmod
+            and canonicalize_url(task.url) not in self._visited
+        )
+
+    def _replay(self, task: SitemapTask) -> Iterator[Any]:
+        """Emit the items a file listed when last read, as if it had been read again."""
+        state = self.crawl_state
+        assert state is not None
+        if task.parent is not None and task.url != task.parent:
+            self._visited.add(canonicalize_url(task.url))
+            self.stats.inc_value(_P + "state/skipped_children_count")
+        seen = self._seen_urls
+        emitted = duplicates = 0
+        for data in state.replay(task.url):
+            if self.max_urls and self._urls_emitted + emitted >= self.max_urls:
+                self._closing = True
+                break
+            if self.deduplicate and not seen.add(data["url"]):
+                duplicates += 1
+                continue
+            data.update(
+                sitemap_lastmod=task.parent_lastmod, depth=task.depth, found_via=task.found_via
+            )
+            yield SitemapUrlItem(**data)
+            emitted += 1
+        self._urls_emitted += emitted
+        self.stats.inc_value(_P + "urls/found_count", emitted)
+        self.stats.inc_value(_P + "state/replayed_urls_count", emitted)
+        if duplicates:
+            self.stats.inc_value(_P + "urls/duplicate_count", duplicates)
+        if self._closing:
+            self.stats.set_value(_P + "limits/max_urls_count", 1)
+            self._log_once("max_urls", "", f"max_urls={self.max_urls} reached; closing")
+            raise CloseSpider("max_urls")
 
     # -- the site report -----------------------------------------------------------------
 

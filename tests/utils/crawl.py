@@ -22,6 +22,8 @@ TEST_SETTINGS: dict[str, Any] = {
     "LOG_LEVEL": "INFO",
     "REMOTE_CONTROL_ENABLED": False,
     "TELNETCONSOLE_ENABLED": False,
+    # No state across runs unless a test gives a file: crawls stay independent.
+    "SITEMAPCRAWL_STATE_PATH": "",
 }
 
 

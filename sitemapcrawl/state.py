@@ -1,0 +1,514 @@
+"""The crawl's view of the state file: what the spider and the pipeline ask of it.
+
+One ``CrawlState`` per crawl (``site_verification(crawler).state``), opened by the spider
+when the crawl starts. It wraps :class:`sitemapcrawl.verify.store.StateStore` (pure
+SQLite) with the crawl's context: the origin, this run's id, the previous finished run, the
+segments' standing verdicts, the incremental cut (``since``), and buffers for the per-URL
+rows (written in batches) and for this run's page observations (the L2 counts).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sitemapcrawl.items import SitemapUrlItem
+from sitemapcrawl.sitemaps.dates import format_utc, parse_feed_date, parse_lastmod
+from sitemapcrawl.verify.crossrun import CrossRun, Observation, combine
+from sitemapcrawl.verify.schedule import Decision, Policy, audit_draw, decide, delta_l
+from sitemapcrawl.verify.store import SegmentState, SitemapState, StateError, StateStore
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+
+    from sitemapcrawl.verify.store import UrlState
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CrawlState", "StateError", "parse_since", "state_path"]
+
+_FLUSH_EVERY = 2000
+#: Consecutive fetches on which a generation-time cluster must move to be confirmed (§5a).
+GENERATION_CONFIRM = 3
+#: Page fetches chosen at random: they estimate the miss rate (§5d).
+RANDOM_REASONS = frozenset({"sample", "panel", "audit"})
+
+
+def state_path(value: str | None, settings: BaseSettings) -> Path | None:
+    """The state file chosen by the ``state`` argument or ``SITEMAPCRAWL_STATE_PATH``;
+    None when state is off (``off`` or empty)."""
+    chosen = value if value is not None else settings.get("SITEMAPCRAWL_STATE_PATH")
+    if chosen is None or str(chosen).strip().lower() in ("", "off", "false", "0"):
+        return None
+    return Path(str(chosen).strip()).expanduser()
+
+
+def parse_since(value: str) -> dt.datetime | str:
+    """``last`` or an ISO 8601 date/time (UTC when no zone); raises ValueError."""
+    text = value.strip()
+    if text.lower() == "last":
+        return "last"
+    parsed = parse_lastmod(text)
+    if parsed is None or parsed.value is None or "invalid" in parsed.flags:
+        raise ValueError(f"argument since={value!r} is not 'last' or an ISO 8601 date/time")
+    return parsed.value
+
+
+def _utc(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    parsed = parse_feed_date(text)
+    return parsed.value if parsed is not None else None
+
+
+@dataclass(slots=True)
+class _SegmentRun:
+    """This run's incremental bookkeeping for one segment."""
+
+    decisions: Counter[str] = field(default_factory=Counter)
+    refetch: int = 0
+    unchanged: int = 0  # known URLs whose lastmod did not move since the previous run
+    observations: list[Observation] = field(default_factory=list)
+    lastmod_after_since: int = 0
+    undated: int = 0
+    urls: int = 0
+
+
+class CrawlState:
+    """The state file as one crawl uses it."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        origin: str,
+        *,
+        since: dt.datetime | str | None,
+        pages: bool,
+        settings: BaseSettings,
+    ) -> None:
+        self.store = store
+        self.origin = origin
+        self.started = dt.datetime.now(dt.UTC)
+        self.previous = store.previous_run(origin)
+        self.run_id = store.begin_run(
+            origin,
+            format_utc(self.started.replace(microsecond=0)),
+            since if isinstance(since, str) else (format_utc(since) if since else None),
+        )
+        self.since_arg = since
+        self.incremental = since is not None
+        self.pages = pages
+        self.segments: dict[str, SegmentState] = store.segments(origin)
+        self.policy = Policy(
+            theta=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_THETA"),
+            max_age=dt.timedelta(days=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_MAX_AGE_DAYS")),
+            audit_trusted=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED"),
+            audit_provisional=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL"),
+        )
+        self.seed = str(settings.get("SITEMAPCRAWL_SAMPLE_SEED"))
+        self._rows: list[dict[str, Any]] = []
+        self._priors: dict[str, tuple[int, float]] = {}
+        self.by_segment: defaultdict[str, _SegmentRun] = defaultdict(_SegmentRun)
+        self.replayed_sitemaps = 0
+        self.skipped_children = 0
+        self.server_now: dt.datetime | None = None
+        self.closed = False
+        store.db.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS pending (url TEXT PRIMARY KEY, segment TEXT, "
+            "reason TEXT)"
+        )
+        self.pending = 0
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        origin: str,
+        *,
+        since: dt.datetime | str | None,
+        pages: bool,
+        settings: BaseSettings,
+    ) -> CrawlState:
+        """Open the file (raises :class:`StateError` with a clear message)."""
+        store = StateStore.open(path)
+        if store.upgraded_from is not None:
+            logger.info(
+                "State file %(path)s upgraded from schema %(old)d to %(new)d",
+                {"path": path, "old": store.upgraded_from, "new": store.version},
+            )
+        return cls(store, origin, since=since, pages=pages, settings=settings)
+
+    # -- the incremental cut ---------------------------------------------------------------
+
+    @property
+    def since_last(self) -> bool:
+        return self.since_arg == "last"
+
+    def cut(self, now: dt.datetime) -> dt.datetime | None:
+        """The time lastmod is compared with: ``since``, or the previous run's server clock
+        (None on a ``since=last`` run with no previous run: everything is new)."""
+        if isinstance(self.since_arg, dt.datetime):
+            return self.since_arg
+        if self.previous is not None:
+            return _utc(self.previous["server_now"]) or _utc(self.previous["started_at"])
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "path": str(self.store.path),
+            "run": self.run_id,
+            "runs_before": self.store.run_count(self.origin) - 1,
+            "previous_run": self.previous,
+            "schema": self.store.version,
+        }
+
+    # -- URLs ------------------------------------------------------------------------------
+
+    def observe_item(self, item: SitemapUrlItem, now: dt.datetime) -> Decision | None:
+        """Record one URL of this run; on incremental runs, decide whether to refetch it."""
+        if self.server_now is None or now < self.server_now:
+            self.server_now = now
+        prev = self.store.url(self.origin, item.url)
+        raw = item.lastmod_raw
+        lastmod = parse_lastmod(raw) if raw is not None else None
+        seg = self.by_segment[item.segment]
+        seg.urls += 1
+        changed = prev is None or prev.lastmod_raw != raw
+        cut_prev = (
+            _utc(self.previous["server_now"]) if self.previous is not None else None
+        ) or None
+        if prev is not None and cut_prev is not None:
+            moved = delta_l(lastmod, cut_prev, prev.lastmod_raw, True)
+            if moved is False:
+                seg.unchanged += 1
+        decision = None
+        if self.incremental:
+            cut = self.cut(now)
+            if lastmod is None or lastmod.value is None:
+                seg.undated += 1
+            elif cut is not None and delta_l(
+                lastmod, cut, prev.lastmod_raw if prev else None, self.since_last
+            ):
+                seg.lastmod_after_since += 1
+            decision = self._decide(item, lastmod, prev, now, cut)
+            seg.decisions[decision.reason] += 1
+            if decision.refetch:
+                seg.refetch += 1
+                if self.pages:
+                    self.store.db.execute(
+                        "INSERT OR IGNORE INTO pending VALUES (?, ?, ?)",
+                        (item.url, item.segment, decision.reason),
+                    )
+                    self.pending += 1
+        self._rows.append(
+            {
+                "url": item.url,
+                "segment": item.segment,
+                "sitemap": item.sitemap,
+                "lastmod_raw": raw,
+                "lastmod_changed": changed,
+                "now": format_utc(now.replace(microsecond=0)),
+                # A run without ``since`` hands every URL over: the max-age clock restarts.
+                "refetch": decision.refetch if decision is not None else True,
+                "item": _compact(item),
+            }
+        )
+        if len(self._rows) >= _FLUSH_EVERY:
+            self.flush()
+        return decision
+
+    def _decide(
+        self,
+        item: SitemapUrlItem,
+        lastmod: Any,
+        prev: UrlState | None,
+        now: dt.datetime,
+        cut: dt.datetime | None,
+    ) -> Decision:
+        standing = self.segments.get(item.segment)
+        verdict = standing.verdict if standing is not None else None
+        if cut is None:  # since=last and no previous run: all new
+            return Decision(True, "new")
+        prior = self._priors.get(item.segment)
+        if prior is None:
+            prior = self._priors[item.segment] = self.store.segment_rate(self.origin, item.segment)
+        return decide(
+            verdict=verdict,
+            subset_trusted=bool(standing and standing.counts.get("subset_trusted")),
+            lastmod=lastmod,
+            known=prev is not None,
+            previous_raw=prev.lastmod_raw if prev is not None else None,
+            since=cut,
+            since_last=self.since_last,
+            now=now,
+            last_refetch=_utc(prev.last_refetch_at) if prev is not None else None,
+            last_fetch=_utc(prev.fetched_at) if prev is not None else None,
+            intervals=prev.intervals if prev is not None else (),
+            prior=prior,
+            draw=audit_draw(self.seed, self.run_id, item.url),
+            policy=self.policy,
+        )
+
+    def flush(self) -> None:
+        if self._rows:
+            rows, self._rows = self._rows, []
+            self.store.write_urls(self.origin, self.run_id, rows)
+
+    def pending_pages(self, exclude: set[str]) -> Iterator[tuple[str, str, str]]:
+        """The URLs marked for refetch this run (``pages=refetch``), minus ``exclude``."""
+        self.flush()
+        cursor = self.store.db.execute("SELECT url, segment, reason FROM pending ORDER BY rowid")
+        for url, segment, reason in cursor:
+            if url not in exclude:
+                yield url, segment, reason
+
+    # -- pages we fetched ------------------------------------------------------------------
+
+    def observe_page(
+        self,
+        url: str,
+        segment: str,
+        reason: str,
+        *,
+        status: int | None,
+        fetched_at: dt.datetime,
+        fingerprint: str | None,
+        page_modified: str | None,
+        http_last_modified: str | None,
+        etag: str | None,
+    ) -> dict[str, Any] | None:
+        """Record a fetched page; returns the change observation when we had fetched it
+        before (``changed``, ``interval_s``, ``lastmod_moved``)."""
+        self.flush()
+        prev = self.store.url(self.origin, url)
+        interval = None
+        observed: dict[str, Any] | None = None
+        if prev is not None and prev.fingerprint is not None and fingerprint is not None:
+            before = _utc(prev.fetched_at)
+            if before is not None:
+                seconds = max((fetched_at - before).total_seconds(), 0.0)
+                changed = fingerprint != prev.fingerprint
+                interval = (seconds, changed)
+                lastmod = parse_lastmod(prev.lastmod_raw) if prev.lastmod_raw else None
+                moved = bool(delta_l(lastmod, before, prev.fetched_lastmod_raw, compare_raw=True))
+                if lastmod is not None and lastmod.value is not None:
+                    self.by_segment[segment].observations.append(
+                        Observation(moved, changed, reason in RANDOM_REASONS)
+                    )
+                observed = {"changed": changed, "interval_s": seconds, "lastmod_moved": moved}
+        self.store.record_fetch(
+            self.origin,
+            self.run_id,
+            url,
+            fetched_at=format_utc(fetched_at.replace(microsecond=0)),
+            reason=reason,
+            status=status,
+            fingerprint=fingerprint,
+            page_modified=page_modified,
+            http_last_modified=http_last_modified,
+            etag=etag,
+            interval=interval,
+        )
+        return observed
+
+    # -- verdicts --------------------------------------------------------------------------
+
+    def judge(
+        self, segment: str, static_name: str, static_reason: str, evidence: dict[str, Any]
+    ) -> tuple[str, str, dict[str, Any]]:
+        """Combine this run's L0/L1 verdict with the segment's history and save it."""
+        standing = self.segments.get(segment)
+        l2 = CrossRun.from_dict(standing.counts if standing is not None else {})
+        seg = self.by_segment[segment]
+        l2.add_run(seg.observations, seg.unchanged)
+        previous = standing.verdict if standing is not None else None
+        # §5a: a generation-time cluster is confirmed when it moves on 3 fetches in a row.
+        centre = (evidence.get("l0") or {}).get("cluster_centre")
+        centre = str(centre) if centre is not None else None
+        moves = 0
+        if static_name == "GENERATION_TIME" and centre is not None:
+            last = l2.extra.get("cluster_centre")
+            moves = int(l2.extra.get("cluster_moves", 0)) + 1 if last != centre else 0
+            if moves >= GENERATION_CONFIRM:
+                static_reason = (
+                    f"{static_reason[:-1]}; confirmed: the cluster moved on {moves} "
+                    "consecutive fetches."
+                )
+                evidence = {**evidence, "confirmed": True}
+        l2.extra["cluster_centre"] = centre
+        l2.extra["cluster_moves"] = moves
+        name, reason, extra = combine(
+            static_name,
+            static_reason,
+            previous,
+            l2,
+            sampled=bool(evidence.get("n_sampled")),
+        )
+        l2.extra["subset_trusted"] = int(
+            static_name == "PARTIAL" and evidence.get("subset_verdict") == "PROVISIONAL"
+        )
+        since_run = (
+            standing.verdict_since_run
+            if standing is not None and standing.verdict == name
+            else self.run_id
+        )
+        new = SegmentState(segment, name, since_run, l2.as_dict())
+        self.store.save_segment(self.origin, self.run_id, new, reason, {**evidence, **extra})
+        return name, reason, {**extra, "verdict_since_run": since_run, "cluster_moves": moves}
+
+    def incremental_summary(self) -> dict[str, Any]:
+        if not self.incremental:
+            return {}
+        reasons: Counter[str] = Counter()
+        segments = {}
+        for name, seg in sorted(self.by_segment.items()):
+            reasons.update(seg.decisions)
+            segments[name] = {
+                "urls": seg.urls,
+                "refetch": seg.refetch,
+                "lastmod_after_since": seg.lastmod_after_since,
+                "undated": seg.undated,
+                "by_reason": dict(sorted(seg.decisions.items())),
+            }
+        cut = self.cut(self.server_now or self.started)
+        return {
+            "since": (
+                self.since_arg
+                if isinstance(self.since_arg, str)
+                else format_utc(cut)
+                if cut is not None
+                else None
+            ),
+            "cut": format_utc(cut) if cut is not None else None,
+            "urls": sum(s.urls for s in self.by_segment.values()),
+            "lastmod_after_since": sum(s.lastmod_after_since for s in self.by_segment.values()),
+            "undated": sum(s.undated for s in self.by_segment.values()),
+            "refetch": sum(s.refetch for s in self.by_segment.values()),
+            "by_reason": dict(sorted(reasons.items())),
+            "segments": segments,
+            "pages_fetched": self.pages,
+        }
+
+    # -- sitemaps --------------------------------------------------------------------------
+
+    def conditional_headers(self, url: str) -> dict[str, str]:
+        """``If-None-Match``/``If-Modified-Since`` for a sitemap read completely before."""
+        known = self.store.sitemap(self.origin, url)
+        if known is None:
+            return {}
+        headers = {}
+        if known.etag:
+            headers["If-None-Match"] = known.etag
+        if known.last_modified:
+            headers["If-Modified-Since"] = known.last_modified
+        return headers
+
+    def sitemap_read(
+        self,
+        url: str,
+        response: Response,
+        *,
+        kind: str,
+        body: bytes,
+        index_lastmod: str | None,
+        parent: str | None,
+        complete: bool,
+    ) -> None:
+        """A sitemap file read on this run. Only a complete read keeps validators (a
+        truncated or faulty file is fetched whole next time)."""
+        self.flush()
+        prev = self.store.sitemap(self.origin, url)
+        digest = hashlib.blake2b(body, digest_size=16).hexdigest()
+        if parent is not None and prev is not None and prev.body_hash is not None:
+            content_changed = prev.body_hash != digest
+            lastmod_moved = prev.index_lastmod != index_lastmod
+            parent_state = self.store.sitemap(self.origin, parent)
+            if parent_state is not None and content_changed:
+                if lastmod_moved:
+                    parent_state.lastmod_agree += 1
+                else:
+                    parent_state.lastmod_miss += 1
+                self.store.save_sitemap(self.origin, parent_state.run_id, parent_state)
+        etag = response.headers.get(b"ETag")
+        modified = response.headers.get(b"Last-Modified")
+        keep = prev if prev is not None else None
+        self.store.save_sitemap(
+            self.origin,
+            self.run_id,
+            SitemapState(
+                url,
+                kind,
+                etag.decode("latin-1") if etag and complete else None,
+                modified.decode("latin-1") if modified and complete else None,
+                digest if complete else None,
+                index_lastmod,
+                self.run_id,
+                keep.lastmod_agree if keep is not None else 0,
+                keep.lastmod_miss if keep is not None else 0,
+            ),
+        )
+
+    def save_children(self, index_url: str, children: list[tuple[str, str | None]]) -> None:
+        self.store.save_children(self.origin, index_url, children)
+
+    def known_sitemap(self, url: str) -> SitemapState | None:
+        return self.store.sitemap(self.origin, url)
+
+    def replay(self, url: str) -> Iterator[dict[str, Any]]:
+        """The items ``url`` listed when last read (for a 304 or a skipped child)."""
+        self.flush()
+        items = list(self.store.items_of_sitemap(self.origin, url))
+        self.store.touch_sitemap(self.origin, url, self.run_id)
+        self.replayed_sitemaps += 1
+        yield from items
+
+    def stored_children(self, index_url: str) -> list[tuple[str, str | None]]:
+        return self.store.children(self.origin, index_url)
+
+    def index_trusted(self, index_url: str, minimum: int) -> bool:
+        """An index whose ``<lastmod>`` moved every time a child's content changed, at least
+        ``minimum`` times and never missed: its unchanged child lastmods may skip fetches."""
+        known = self.store.sitemap(self.origin, index_url)
+        return known is not None and known.lastmod_miss == 0 and known.lastmod_agree >= minimum
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def finish(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.flush()
+            now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+            server_now = self.server_now or self.started
+            self.store.finish_run(
+                self.run_id,
+                format_utc(now),
+                reason,
+                format_utc(server_now.replace(microsecond=0)),
+            )
+        finally:
+            self.store.close()
+
+
+_DEFAULTS = SitemapUrlItem("")
+_STORED = tuple(n for n in SitemapUrlItem.__slots__ if n not in ("refetch", "refetch_reason"))
+
+
+def _compact(item: SitemapUrlItem) -> str:
+    """The item as compact JSON, defaults left out (replayed on a 304)."""
+    data: dict[str, Any] = {"url": item.url}
+    for name in _STORED:
+        value = getattr(item, name)
+        if value != getattr(_DEFAULTS, name):
+            data[name] = value
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))

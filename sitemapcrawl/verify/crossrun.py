@@ -1,0 +1,281 @@
+"""L2: the cross-run score, and the verdict that combines it with L0/L1 and the past (§5d).
+
+Pure Python, standard library only. Over runs, for every page we fetched twice, two facts
+are compared: ΔL, "lastmod says it may have changed since our previous fetch" (its interval's
+upper bound is later than that fetch, or the raw value differs), and ΔC, "the page's masked
+main-content fingerprint changed". Pages with ΔL = 1 are true or false positives; pages with
+ΔL = 0 picked at random (the sample, the panel, the audit) estimate the miss rate, the only
+way to see a lastmod that does not move when the page does. Counts decay by half every
+``HALF_LIFE_RUNS`` runs so that a site that changes its CMS is re-learnt.
+
+Thresholds (defaults from the design; the simulated-web benchmark is where to tune them):
+
+========================  =======  ===========================================================
+``HALF_LIFE_RUNS``        30       §5d exponential forgetting
+``Z_L2``                  1.645    ours: one-sided 95 % Wilson bound on the miss rate
+``TRUSTED_RECALL``        0.8      §5d "≥ 0.8 (lenient)": R_lo, the recall lower bound
+``MIN_TP``                10       §5d "TP ≥ 10-30"
+``PROMOTE_RUNS``          2        §5d hysteresis: promote only after twice the evidence
+``STALE_MISSES``          3        §5d "≥ 3 audited misses and R̂ < 0.8"
+``STALE_RECALL``          0.8
+``OVER_PRECISION``        0.5      §5d OVER_REPORTING: R_lo ≥ 0.8 but P < 0.5 …
+``OVER_EVENTS``           20       … over ≥ 20 ΔL events
+``GEN_EVENTS``            30       §5d GENERATION_TIME by lift ≈ 1 over ≥ 30 ΔL events
+``GEN_LIFT``              1.5      ours: "≈ 1" means below 1.5
+``RECOVER_RUNS``          2        ours: clean runs before a red verdict is lifted
+========================  =======  ===========================================================
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from sitemapcrawl.verify.scoring import wilson
+
+__all__ = [
+    "RED",
+    "TRUSTING",
+    "CrossRun",
+    "Observation",
+    "combine",
+]
+
+HALF_LIFE_RUNS = 30
+DECAY = 0.5 ** (1 / HALF_LIFE_RUNS)
+Z_L2 = 1.645
+TRUSTED_RECALL = 0.8
+MIN_TP = 10
+PROMOTE_RUNS = 2
+STALE_MISSES = 3
+STALE_RECALL = 0.8
+OVER_PRECISION = 0.5
+OVER_EVENTS = 20
+GEN_EVENTS = 30
+GEN_LIFT = 1.5
+RECOVER_RUNS = 2
+
+#: Verdicts whose lastmod may drive refetch decisions.
+TRUSTING = frozenset({"TRUSTED", "PROVISIONAL", "OVER_REPORTING"})
+#: Verdicts that demote at once and are lifted only after clean runs.
+RED = frozenset({"ABSENT", "INVALID", "TZ_SHIFT", "GENERATION_TIME", "STALE"})
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One page fetched on this run that we had fetched before."""
+
+    delta_l: bool  # lastmod said "maybe changed" since our previous fetch
+    delta_c: bool  # the content fingerprint changed
+    random: bool  # chosen at random (sample, panel, audit): counts for the miss rate
+
+
+@dataclass(slots=True)
+class CrossRun:
+    """A segment's decayed L2 counts and hysteresis counters (stored as a dict)."""
+
+    tp: float = 0.0
+    fp: float = 0.0
+    fn: float = 0.0  # audited ΔL = 0 pages that changed
+    tn: float = 0.0  # audited ΔL = 0 pages that did not
+    n_unch: float = 0.0  # ΔL = 0 URLs of the segment, summed over runs
+    promote_streak: int = 0
+    clean_streak: int = 0
+    runs: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CrossRun:
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "extra"}
+        return cls(**known, extra={k: v for k, v in data.items() if k not in known})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.extra,
+            "tp": round(self.tp, 6),
+            "fp": round(self.fp, 6),
+            "fn": round(self.fn, 6),
+            "tn": round(self.tn, 6),
+            "n_unch": round(self.n_unch, 6),
+            "promote_streak": self.promote_streak,
+            "clean_streak": self.clean_streak,
+            "runs": self.runs,
+        }
+
+    def add_run(self, observations: list[Observation], n_unchanged: int) -> None:
+        """Decay, then add one run's observations and its count of ΔL = 0 URLs."""
+        self.tp *= DECAY
+        self.fp *= DECAY
+        self.fn *= DECAY
+        self.tn *= DECAY
+        self.n_unch *= DECAY
+        for o in observations:
+            if o.delta_l:
+                if o.delta_c:
+                    self.tp += 1
+                else:
+                    self.fp += 1
+            elif o.random:
+                if o.delta_c:
+                    self.fn += 1
+                else:
+                    self.tn += 1
+        self.n_unch += n_unchanged
+        self.runs += 1
+
+    def metrics(self) -> dict[str, Any]:
+        """Precision, miss rate (Wilson), recall (point and lower bound), lift."""
+        events = self.tp + self.fp
+        audits = self.fn + self.tn
+        precision = self.tp / events if events else None
+        n_a = round(audits)
+        misses = min(round(self.fn), n_a)
+        m = self.fn / audits if audits else None
+        m_lo, m_hi = wilson(misses, n_a, Z_L2) if n_a else (0.0, 1.0)
+        recall = recall_lo = None
+        if self.tp > 0 and m is not None:
+            recall = self.tp / (self.tp + m * self.n_unch)
+            recall_lo = self.tp / (self.tp + m_hi * self.n_unch)
+        lift = None
+        if precision is not None and m is not None:
+            lift = math.inf if m == 0 else precision / m
+        return {
+            "tp": round(self.tp, 2),
+            "fp": round(self.fp, 2),
+            "fn": round(self.fn, 2),
+            "tn": round(self.tn, 2),
+            "n_unchanged": round(self.n_unch, 1),
+            "lastmod_events": round(events, 2),
+            "audits": round(audits, 2),
+            "precision": _r(precision),
+            "miss_rate": _r(m),
+            "miss_rate_bounds": [_r(m_lo), _r(m_hi)],
+            "recall": _r(recall),
+            "recall_lower": _r(recall_lo),
+            "lift": None if lift is None else ("inf" if math.isinf(lift) else _r(lift)),
+            "runs": self.runs,
+        }
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def combine(
+    static_name: str,
+    static_reason: str,
+    previous: str | None,
+    l2: CrossRun,
+    *,
+    sampled: bool = True,
+) -> tuple[str, str, dict[str, Any]]:
+    """This run's verdict: L0/L1 (``static_*``), the L2 counts (already updated with this
+    run) and the previous verdict, with hysteresis (demote at once, promote slowly).
+    ``sampled``: pages were sampled on this run (else an UNVERIFIABLE from L0/L1 only means
+    "no new page evidence" and the previous verdict stands unless L2 says otherwise).
+
+    >>> l2 = CrossRun(tp=12, fp=1, fn=0, tn=60, n_unch=50, runs=3)
+    >>> combine("PROVISIONAL", "30 of 30 agree.", "PROVISIONAL", l2)[0]
+    'PROVISIONAL'
+    >>> combine("PROVISIONAL", "30 of 30 agree.", "PROVISIONAL", l2)[0]
+    'TRUSTED'
+    >>> combine("GENERATION_TIME", "clustered.", "TRUSTED", l2)[0]
+    'GENERATION_TIME'
+    """
+    m = l2.metrics()
+    evidence = {"l2": m, "static": static_name, "previous": previous}
+    tp, fn = l2.tp, l2.fn
+    recall, recall_lo, precision = m["recall"], m["recall_lower"], m["precision"]
+    events = l2.tp + l2.fp
+
+    def result(name: str, reason: str) -> tuple[str, str, dict[str, Any]]:
+        if name in RED:
+            l2.clean_streak = 0
+            l2.promote_streak = 0
+        return name, reason, evidence
+
+    # Red flags demote at once.
+    if static_name in RED:
+        return result(static_name, static_reason)
+    if fn >= STALE_MISSES and recall is not None and recall < STALE_RECALL:
+        return result(
+            "STALE",
+            f"Across runs, {fn:.0f} of {m['audits']:.0f} audited pages whose lastmod did not "
+            f"move had changed (estimated recall {recall:.2f} < {STALE_RECALL:.2f}).",
+        )
+    lift = m["lift"]
+    if events >= GEN_EVENTS and lift not in (None, "inf") and float(lift) < GEN_LIFT:
+        return result(
+            "GENERATION_TIME",
+            f"Across runs, a moving lastmod predicts a content change no better than a still "
+            f"one (lift {float(lift):.2f} < {GEN_LIFT} over {events:.0f} lastmod changes).",
+        )
+    # A red verdict is lifted only after RECOVER_RUNS clean runs in a row.
+    if previous in RED:
+        l2.clean_streak += 1
+        if l2.clean_streak < RECOVER_RUNS:
+            return (
+                previous,
+                f"Held at {previous} until {RECOVER_RUNS} clean runs in a row "
+                f"({l2.clean_streak} so far); this run: {static_reason}",
+                evidence,
+            )
+    else:
+        l2.clean_streak = 0
+    if static_name == "PARTIAL":
+        l2.promote_streak = 0
+        return static_name, static_reason, evidence
+    if (
+        not sampled
+        and static_name == "UNVERIFIABLE"
+        and previous in ("PROVISIONAL", "TRUSTED", "OVER_REPORTING", "UNVERIFIABLE")
+    ):
+        assert previous is not None
+        static_name = previous
+        static_reason = (
+            f"Kept {previous}: no pages were sampled on this run and the sitemap shows no red flag."
+        )
+    strong = tp >= MIN_TP and recall_lo is not None and recall_lo >= TRUSTED_RECALL
+    if (
+        strong
+        and events >= OVER_EVENTS
+        and precision is not None
+        and precision < OVER_PRECISION
+        and static_name in ("PROVISIONAL", "UNVERIFIABLE", "OVER_REPORTING")
+    ):
+        return (
+            "OVER_REPORTING",
+            f"Across runs, lastmod catches the changes (recall lower bound {recall_lo:.2f}) "
+            f"but only {precision:.0%} of its moves are real changes: a safe filter.",
+            evidence,
+        )
+    if static_name == "OVER_REPORTING":
+        return static_name, static_reason, evidence
+    if strong:
+        l2.promote_streak += 1
+        if previous == "TRUSTED" or l2.promote_streak >= PROMOTE_RUNS:
+            return (
+                "TRUSTED",
+                f"Across {l2.runs} runs, lastmod moved with {tp:.0f} of the content changes "
+                f"we saw and the audit found {fn:.0f} misses in {m['audits']:.0f} "
+                f"(recall lower bound {recall_lo:.2f} >= {TRUSTED_RECALL:.2f}).",
+                evidence,
+            )
+        if static_name == "UNVERIFIABLE":
+            return (
+                "PROVISIONAL",
+                f"No page evidence on this run, but across runs lastmod moved with "
+                f"{tp:.0f} content changes (recall lower bound {recall_lo:.2f}); "
+                f"promotion to TRUSTED needs {PROMOTE_RUNS} such runs in a row.",
+                evidence,
+            )
+    else:
+        l2.promote_streak = 0
+        if previous == "TRUSTED" and static_name in ("PROVISIONAL", "UNVERIFIABLE"):
+            return (
+                "TRUSTED",
+                f"Kept TRUSTED: no red flag on this run ({static_reason[:-1].lower()}).",
+                evidence,
+            )
+    return static_name, static_reason, evidence

@@ -1,0 +1,658 @@
+"""The state that outlives a run: one SQLite file, versioned, standard library only.
+
+What a next run needs, per origin (the site the crawl was started on):
+
+* ``runs``: every run, its server clock (``server_now``: the sitemaps' ``Date``), how it
+  ended, and whether it was incremental (``since``);
+* ``urls``: per URL its segment and sitemap, the lastmod seen on the last run, when the
+  lastmod last changed, when it was last marked for refetch, and what our own fetches saw
+  (fingerprint, the page's ``dateModified``, ``Last-Modified``, ``ETag``) plus the recent
+  fetch intervals that feed the per-URL change-rate estimate; the item itself (JSON) so a
+  sitemap answered with ``304 Not Modified`` can be replayed;
+* ``lastmod_history``: each URL's lastmod values, one row per change;
+* ``fetches``: every page this project fetched (sample, audit, refetch), with the reason;
+* ``segments``: per segment the current verdict, since when, and the decayed cross-run
+  counts (L2: lastmod changed vs content changed); ``verdicts``: the verdict of every run;
+* ``sitemaps``/``sitemap_children``: each sitemap file's validators (``ETag``,
+  ``Last-Modified``), body hash, the children an index listed with their ``<lastmod>``, and
+  how often an index's ``<lastmod>`` agreed with its children's content.
+
+The file carries SQLite's ``application_id`` (``SMCP``) and ``user_version`` (the schema
+version). A file that is not SQLite, another application's database or a schema from a
+newer sitemapcrawl is refused with :class:`StateError`, and never modified. Older schemas
+are upgraded in place, in one transaction per step.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+
+__all__ = [
+    "APPLICATION_ID",
+    "SCHEMA_VERSION",
+    "SegmentState",
+    "SitemapState",
+    "StateError",
+    "StateStore",
+    "UrlState",
+]
+
+APPLICATION_ID = 0x534D4350  # "SMCP"
+
+#: Each step upgrades the schema by one version; ``SCHEMA_VERSION`` is their count.
+MIGRATIONS: tuple[str, ...] = (
+    # 1: runs, URLs with their lastmod history, segments and their verdicts
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        origin TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        server_now TEXT,
+        finished_at TEXT,
+        finish_reason TEXT,
+        since TEXT
+    );
+    CREATE INDEX runs_origin ON runs (origin, id);
+    CREATE TABLE urls (
+        origin TEXT NOT NULL,
+        url TEXT NOT NULL,
+        segment TEXT NOT NULL,
+        sitemap TEXT NOT NULL,
+        lastmod_raw TEXT,
+        first_run INTEGER NOT NULL,
+        last_run INTEGER NOT NULL,
+        lastmod_changed_at TEXT,
+        last_refetch_at TEXT,
+        fetched_at TEXT,
+        fingerprint TEXT,
+        page_modified TEXT,
+        http_last_modified TEXT,
+        etag TEXT,
+        intervals TEXT NOT NULL DEFAULT '[]',
+        item TEXT,
+        PRIMARY KEY (origin, url)
+    ) WITHOUT ROWID;
+    CREATE TABLE lastmod_history (
+        origin TEXT NOT NULL,
+        url TEXT NOT NULL,
+        run_id INTEGER NOT NULL,
+        lastmod_raw TEXT
+    );
+    CREATE INDEX lastmod_history_url ON lastmod_history (origin, url);
+    CREATE TABLE fetches (
+        origin TEXT NOT NULL,
+        url TEXT NOT NULL,
+        run_id INTEGER NOT NULL,
+        fetched_at TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        status INTEGER,
+        fingerprint TEXT,
+        page_modified TEXT,
+        changed INTEGER
+    );
+    CREATE INDEX fetches_url ON fetches (origin, url);
+    CREATE TABLE segments (
+        origin TEXT NOT NULL,
+        segment TEXT NOT NULL,
+        verdict TEXT,
+        verdict_since_run INTEGER,
+        counts TEXT NOT NULL DEFAULT '{}',
+        PRIMARY KEY (origin, segment)
+    ) WITHOUT ROWID;
+    CREATE TABLE verdicts (
+        origin TEXT NOT NULL,
+        segment TEXT NOT NULL,
+        run_id INTEGER NOT NULL,
+        verdict TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        evidence TEXT NOT NULL
+    );
+    CREATE INDEX verdicts_segment ON verdicts (origin, segment, run_id);
+    """,
+    # 2: sitemap files (conditional requests, 304 replay, trusted index lastmod)
+    """
+    CREATE TABLE sitemaps (
+        origin TEXT NOT NULL,
+        url TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        etag TEXT,
+        last_modified TEXT,
+        body_hash TEXT,
+        index_lastmod TEXT,
+        run_id INTEGER NOT NULL,
+        lastmod_agree INTEGER NOT NULL DEFAULT 0,
+        lastmod_miss INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (origin, url)
+    ) WITHOUT ROWID;
+    CREATE TABLE sitemap_children (
+        origin TEXT NOT NULL,
+        index_url TEXT NOT NULL,
+        child_url TEXT NOT NULL,
+        lastmod_raw TEXT,
+        position INTEGER NOT NULL,
+        PRIMARY KEY (origin, index_url, child_url)
+    ) WITHOUT ROWID;
+    CREATE INDEX urls_sitemap ON urls (origin, sitemap);
+    ALTER TABLE urls ADD COLUMN fetched_lastmod_raw TEXT;
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+#: Fetch intervals kept per URL for its change-rate estimate (the most recent ones).
+MAX_INTERVALS = 32
+
+
+class StateError(Exception):
+    """The state file cannot be used (not SQLite, foreign, from a newer version, locked)."""
+
+
+@dataclass(slots=True)
+class UrlState:
+    """A URL as the previous runs left it."""
+
+    url: str
+    segment: str
+    sitemap: str
+    lastmod_raw: str | None
+    first_run: int
+    last_run: int
+    lastmod_changed_at: str | None
+    last_refetch_at: str | None
+    fetched_at: str | None
+    fingerprint: str | None
+    page_modified: str | None
+    intervals: list[tuple[float, bool]]
+    fetched_lastmod_raw: str | None = None  # the lastmod when we last fetched the page
+
+
+@dataclass(slots=True)
+class SegmentState:
+    """A segment's standing verdict and its decayed cross-run counts."""
+
+    segment: str
+    verdict: str | None
+    verdict_since_run: int | None
+    counts: dict[str, float]
+
+
+@dataclass(slots=True)
+class SitemapState:
+    """A sitemap file as last read completely."""
+
+    url: str
+    kind: str
+    etag: str | None
+    last_modified: str | None
+    body_hash: str | None
+    index_lastmod: str | None
+    run_id: int
+    lastmod_agree: int
+    lastmod_miss: int
+
+
+_URL_COLUMNS = (
+    "url, segment, sitemap, lastmod_raw, first_run, last_run, lastmod_changed_at, "
+    "last_refetch_at, fetched_at, fingerprint, page_modified, intervals, fetched_lastmod_raw"
+)
+
+
+def _url_state(row: Sequence[Any]) -> UrlState:
+    url, segment, sitemap, raw, first, last, changed, refetch, fetched, fp, modified = row[:11]
+    return UrlState(
+        url,
+        segment,
+        sitemap,
+        raw,
+        first,
+        last,
+        changed,
+        refetch,
+        fetched,
+        fp,
+        modified,
+        [(float(t), bool(c)) for t, c in json.loads(row[11])],
+        row[12],
+    )
+
+
+class StateStore:
+    """One state file. ``StateStore.open(path)`` validates, creates or upgrades it.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "state.sqlite"
+    >>> store = StateStore.open(path)
+    >>> run = store.begin_run("https://example.com", "2024-06-01T00:00:00Z", since=None)
+    >>> store.previous_run("https://example.com") is None
+    True
+    >>> store.finish_run(run, "2024-06-01T00:00:05Z", "finished", "2024-06-01T00:00:00Z")
+    >>> store.previous_run("https://example.com")["server_now"]
+    '2024-06-01T00:00:00Z'
+    >>> store.close()
+    """
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self.db = connection
+        self.path = path
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | Path, *, upto: int = SCHEMA_VERSION) -> StateStore:
+        """Open ``path``, creating it (and its directory) when missing.
+
+        ``upto`` stops the schema at an older version (for upgrade tests)."""
+        path = Path(path)
+        existed = path.exists() and path.stat().st_size > 0
+        if existed:
+            _check_header(path)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StateError(f"{path}: cannot open the state file ({exc})") from exc
+        try:
+            store = cls(db, path)
+            store._prepare(existed, upto)
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise StateError(f"{path}: the state file is damaged or not SQLite ({exc})") from exc
+        except StateError:
+            db.close()
+            raise
+        return store
+
+    def _prepare(self, existed: bool, upto: int) -> None:
+        db = self.db
+        if existed:
+            app = db.execute("PRAGMA application_id").fetchone()[0]
+            if app != APPLICATION_ID:
+                raise StateError(
+                    f"{self.path}: not a sitemapcrawl state file (another application's "
+                    "SQLite database); refusing to touch it"
+                )
+            db.execute("PRAGMA quick_check").fetchone()
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StateError(
+                f"{self.path}: written by a newer sitemapcrawl (schema {version}, this one "
+                f"knows up to {SCHEMA_VERSION}); refusing to touch it"
+            )
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=OFF")
+        self.upgraded_from = version if existed and version < upto else None
+        for step in range(version, upto):
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _statements(MIGRATIONS[step]):
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {step + 1}")
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        self.version = upto if version < upto else version
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def begin_run(self, origin: str, started_at: str, since: str | None) -> int:
+        cursor = self.db.execute(
+            "INSERT INTO runs (origin, started_at, since) VALUES (?, ?, ?)",
+            (origin, started_at, since),
+        )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def finish_run(self, run_id: int, finished_at: str, reason: str, server_now: str) -> None:
+        self.db.execute(
+            "UPDATE runs SET finished_at = ?, finish_reason = ?, server_now = ? WHERE id = ?",
+            (finished_at, reason, server_now, run_id),
+        )
+
+    def previous_run(self, origin: str, before: int | None = None) -> dict[str, Any] | None:
+        """The last run of ``origin`` that finished reading everything."""
+        row = self.db.execute(
+            "SELECT id, started_at, server_now, finished_at, since FROM runs "
+            "WHERE origin = ? AND finish_reason = 'finished' AND id < ? "
+            "ORDER BY id DESC LIMIT 1",
+            (origin, before if before is not None else 1 << 62),
+        ).fetchone()
+        if row is None:
+            return None
+        return dict(
+            zip(("id", "started_at", "server_now", "finished_at", "since"), row, strict=True)
+        )
+
+    def run_count(self, origin: str) -> int:
+        return int(
+            self.db.execute("SELECT count(*) FROM runs WHERE origin = ?", (origin,)).fetchone()[0]
+        )
+
+    # -- URLs ------------------------------------------------------------------------------
+
+    def url(self, origin: str, url: str) -> UrlState | None:
+        row = self.db.execute(
+            f"SELECT {_URL_COLUMNS} FROM urls WHERE origin = ? AND url = ?",  # noqa: S608
+            (origin, url),
+        ).fetchone()
+        return _url_state(row) if row is not None else None
+
+    def write_urls(self, origin: str, run_id: int, rows: Iterable[dict[str, Any]]) -> None:
+        """Upsert the URLs one run saw (``url``, ``segment``, ``sitemap``, ``lastmod_raw``,
+        ``lastmod_changed`` (bool), ``now``, ``refetch`` (bool), ``item`` (JSON or None));
+        a changed lastmod also goes to ``lastmod_history``."""
+        rows = list(rows)
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            db.executemany(
+                "INSERT INTO urls (origin, url, segment, sitemap, lastmod_raw, first_run, "
+                "last_run, lastmod_changed_at, last_refetch_at, item) "
+                "VALUES (:origin, :url, :segment, :sitemap, :lastmod_raw, :run, :run, :now, "
+                "CASE WHEN :refetch THEN :now END, :item) "
+                "ON CONFLICT (origin, url) DO UPDATE SET segment = excluded.segment, "
+                "sitemap = excluded.sitemap, lastmod_raw = excluded.lastmod_raw, "
+                "last_run = excluded.last_run, "
+                "lastmod_changed_at = CASE WHEN :lastmod_changed THEN :now "
+                "ELSE lastmod_changed_at END, "
+                "last_refetch_at = CASE WHEN :refetch THEN :now ELSE last_refetch_at END, "
+                "item = excluded.item",
+                ({"origin": origin, "run": run_id, **row} for row in rows),
+            )
+            db.executemany(
+                "INSERT INTO lastmod_history (origin, url, run_id, lastmod_raw) "
+                "VALUES (?, ?, ?, ?)",
+                (
+                    (origin, row["url"], run_id, row["lastmod_raw"])
+                    for row in rows
+                    if row["lastmod_changed"]
+                ),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def lastmod_history(self, origin: str, url: str) -> list[tuple[int, str | None]]:
+        return [
+            (run, raw)
+            for run, raw in self.db.execute(
+                "SELECT run_id, lastmod_raw FROM lastmod_history WHERE origin = ? AND url = ? "
+                "ORDER BY run_id",
+                (origin, url),
+            )
+        ]
+
+    def record_fetch(
+        self,
+        origin: str,
+        run_id: int,
+        url: str,
+        *,
+        fetched_at: str,
+        reason: str,
+        status: int | None,
+        fingerprint: str | None,
+        page_modified: str | None,
+        http_last_modified: str | None,
+        etag: str | None,
+        interval: tuple[float, bool] | None,
+    ) -> None:
+        """One page fetched by us; ``interval`` (seconds since our previous fetch, content
+        changed) extends the URL's change history."""
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            db.execute(
+                "INSERT INTO fetches (origin, url, run_id, fetched_at, reason, status, "
+                "fingerprint, page_modified, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    origin,
+                    url,
+                    run_id,
+                    fetched_at,
+                    reason,
+                    status,
+                    fingerprint,
+                    page_modified,
+                    None if interval is None else int(interval[1]),
+                ),
+            )
+            if fingerprint is not None:
+                row = db.execute(
+                    "SELECT intervals FROM urls WHERE origin = ? AND url = ?", (origin, url)
+                ).fetchone()
+                intervals = json.loads(row[0]) if row is not None else []
+                if interval is not None:
+                    intervals = [*intervals, [round(interval[0], 1), int(interval[1])]]
+                db.execute(
+                    "UPDATE urls SET fetched_at = ?, fingerprint = ?, page_modified = ?, "
+                    "http_last_modified = ?, etag = ?, intervals = ?, "
+                    "fetched_lastmod_raw = lastmod_raw WHERE origin = ? AND url = ?",
+                    (
+                        fetched_at,
+                        fingerprint,
+                        page_modified,
+                        http_last_modified,
+                        etag,
+                        json.dumps(intervals[-MAX_INTERVALS:], separators=(",", ":")),
+                        origin,
+                        url,
+                    ),
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def fetches(self, origin: str, url: str) -> list[dict[str, Any]]:
+        names = ("run_id", "fetched_at", "reason", "status", "fingerprint", "changed")
+        return [
+            dict(zip(names, row, strict=True))
+            for row in self.db.execute(
+                f"SELECT {', '.join(names)} FROM fetches WHERE origin = ? AND url = ? "  # noqa: S608
+                "ORDER BY rowid",
+                (origin, url),
+            )
+        ]
+
+    def items_of_sitemap(self, origin: str, sitemap: str) -> Iterator[dict[str, Any]]:
+        """The stored items a sitemap listed on the run that last read it (304 replay)."""
+        for (item,) in self.db.execute(
+            "SELECT item FROM urls WHERE origin = ? AND sitemap = ? AND item IS NOT NULL "
+            "AND last_run = (SELECT run_id FROM sitemaps WHERE origin = ? AND url = ?)",
+            (origin, sitemap, origin, sitemap),
+        ):
+            yield json.loads(item)
+
+    def segment_rate(self, origin: str, segment: str) -> tuple[int, float]:
+        """Changes observed and observation time (seconds) over the segment's URLs: the
+        pooled prior of the per-URL change-rate estimate."""
+        changes, seconds = 0, 0.0
+        for (intervals,) in self.db.execute(
+            "SELECT intervals FROM urls WHERE origin = ? AND segment = ? AND intervals != '[]'",
+            (origin, segment),
+        ):
+            for t, c in json.loads(intervals):
+                changes += int(c)
+                seconds += float(t)
+        return changes, seconds
+
+    # -- segments --------------------------------------------------------------------------
+
+    def segments(self, origin: str) -> dict[str, SegmentState]:
+        return {
+            name: SegmentState(name, verdict, since, json.loads(counts))
+            for name, verdict, since, counts in self.db.execute(
+                "SELECT segment, verdict, verdict_since_run, counts FROM segments WHERE origin = ?",
+                (origin,),
+            )
+        }
+
+    def save_segment(
+        self,
+        origin: str,
+        run_id: int,
+        state: SegmentState,
+        reason: str,
+        evidence: dict[str, Any],
+    ) -> None:
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            db.execute(
+                "INSERT INTO segments (origin, segment, verdict, verdict_since_run, counts) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (origin, segment) DO UPDATE SET "
+                "verdict = excluded.verdict, verdict_since_run = excluded.verdict_since_run, "
+                "counts = excluded.counts",
+                (
+                    origin,
+                    state.segment,
+                    state.verdict,
+                    state.verdict_since_run,
+                    json.dumps(state.counts, sort_keys=True),
+                ),
+            )
+            if state.verdict is not None:
+                db.execute(
+                    "INSERT INTO verdicts (origin, segment, run_id, verdict, reason, evidence) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        origin,
+                        state.segment,
+                        run_id,
+                        state.verdict,
+                        reason,
+                        json.dumps(evidence, sort_keys=True, default=str),
+                    ),
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def verdict_history(self, origin: str, segment: str) -> list[tuple[int, str]]:
+        return [
+            (run, verdict)
+            for run, verdict in self.db.execute(
+                "SELECT run_id, verdict FROM verdicts WHERE origin = ? AND segment = ? "
+                "ORDER BY run_id",
+                (origin, segment),
+            )
+        ]
+
+    # -- sitemaps --------------------------------------------------------------------------
+
+    def sitemap(self, origin: str, url: str) -> SitemapState | None:
+        row = self.db.execute(
+            "SELECT url, kind, etag, last_modified, body_hash, index_lastmod, run_id, "
+            "lastmod_agree, lastmod_miss FROM sitemaps WHERE origin = ? AND url = ?",
+            (origin, url),
+        ).fetchone()
+        return SitemapState(*row) if row is not None else None
+
+    def save_sitemap(self, origin: str, run_id: int, state: SitemapState) -> None:
+        self.db.execute(
+            "INSERT INTO sitemaps (origin, url, kind, etag, last_modified, body_hash, "
+            "index_lastmod, run_id, lastmod_agree, lastmod_miss) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (origin, url) DO UPDATE SET "
+            "kind = excluded.kind, etag = excluded.etag, last_modified = excluded.last_modified, "
+            "body_hash = excluded.body_hash, index_lastmod = excluded.index_lastmod, "
+            "run_id = excluded.run_id, lastmod_agree = excluded.lastmod_agree, "
+            "lastmod_miss = excluded.lastmod_miss",
+            (
+                origin,
+                state.url,
+                state.kind,
+                state.etag,
+                state.last_modified,
+                state.body_hash,
+                state.index_lastmod,
+                run_id,
+                state.lastmod_agree,
+                state.lastmod_miss,
+            ),
+        )
+
+    def touch_sitemap(self, origin: str, url: str, run_id: int) -> None:
+        """A sitemap replayed from state (304, or skipped by a trusted index lastmod)."""
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            db.execute(
+                "UPDATE urls SET last_run = ? WHERE origin = ? AND sitemap = ? "
+                "AND last_run = (SELECT run_id FROM sitemaps WHERE origin = ? AND url = ?)",
+                (run_id, origin, url, origin, url),
+            )
+            db.execute(
+                "UPDATE sitemaps SET run_id = ? WHERE origin = ? AND url = ?",
+                (run_id, origin, url),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def children(self, origin: str, index_url: str) -> list[tuple[str, str | None]]:
+        return [
+            (child, raw)
+            for child, raw in self.db.execute(
+                "SELECT child_url, lastmod_raw FROM sitemap_children "
+                "WHERE origin = ? AND index_url = ? ORDER BY position",
+                (origin, index_url),
+            )
+        ]
+
+    def save_children(
+        self, origin: str, index_url: str, children: Sequence[tuple[str, str | None]]
+    ) -> None:
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            db.execute(
+                "DELETE FROM sitemap_children WHERE origin = ? AND index_url = ?",
+                (origin, index_url),
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO sitemap_children (origin, index_url, child_url, "
+                "lastmod_raw, position) VALUES (?, ?, ?, ?, ?)",
+                ((origin, index_url, child, raw, n) for n, (child, raw) in enumerate(children)),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _check_header(path: Path) -> None:
+    """Refuse a file that is not SQLite before sqlite3 touches it."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise StateError(f"{path}: cannot read the state file ({exc})") from exc
+    if head != _SQLITE_MAGIC:
+        raise StateError(
+            f"{path}: not a SQLite file (a sitemapcrawl state file was expected); "
+            "refusing to overwrite it: move it away or set SITEMAPCRAWL_STATE_PATH"
+        )
+
+
+def _statements(sql: str) -> list[str]:
+    """A migration's statements, run one by one inside our own transaction
+    (``executescript`` would commit first)."""
+    return [s.strip() for s in sql.split(";") if s.strip()]

@@ -1,0 +1,523 @@
+"""The state file across runs: conditional sitemaps, incremental decisions, the cross-run
+verdict, and what happens to a damaged, foreign, newer or older file.
+
+Every test builds a small site in a temporary directory, serves it on 127.0.0.1 and crawls
+it several times with one state file, editing the site between runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from sitemapcrawl.verify.store import SCHEMA_VERSION, StateStore
+from tests.mockserver import MockServer
+from tests.utils.crawl import crawl_with_report, our_stats
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from scrapy.crawler import Crawler
+
+WORDS = ("first", "second", "third", "fourth", "fifth", "sixth")
+POSTS = 25
+PAGES = 20
+# Exact decisions: no random audit (its own test sets the share to 1).
+EXACT = {
+    "SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED": 0.0,
+    "SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL": 0.0,
+    "CONCURRENT_REQUESTS": 4,
+}
+
+
+def iso(value: dt.datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Site:
+    """Honest posts (lastmod = the page's dateModified = its last edit) and pages whose
+    lastmod is the sitemap's generation time; edits rewrite the files in place."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+        self.posts = [
+            {"modified": self.now - dt.timedelta(days=3 + 7 * i, hours=i), "edition": 0}
+            for i in range(POSTS)
+        ]
+        self.last_stamp = self.now - dt.timedelta(days=1)
+        self.index_lastmod = {
+            "posts": self.now - dt.timedelta(days=3),
+            "pages": self.now - dt.timedelta(days=400),
+        }
+        self.write()
+
+    def edit(self, *posts: int, lastmod: bool = True) -> None:
+        """A new edition of these posts; ``lastmod=False``: the sitemap and the page's
+        dateModified keep the old date (a stale CMS)."""
+        # Hours back: a lastmod within the regeneration lag (1 h) of our previous fetch
+        # could be a change we have not seen yet (so our fetch would not count as ΔL = 0).
+        stamp = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(hours=3)
+        stamp = self.last_stamp = max(stamp, self.last_stamp + dt.timedelta(seconds=60))
+        for i in posts:
+            self.posts[i]["edition"] += 1
+            if lastmod:
+                self.posts[i]["modified"] = stamp - dt.timedelta(seconds=i)
+        if lastmod:
+            self.index_lastmod["posts"] = stamp
+        self.write()
+
+    def write(self) -> None:
+        root = self.root
+        posts = []
+        for i, post in enumerate(self.posts):
+            posts.append((f"/posts/{i}", iso(post["modified"])))
+            text = f"This post number {WORDS[i % 6]} is in its {WORDS[post['edition']]} edition."
+            _write(root / "posts" / str(i), _page(post["modified"], text))
+        pages = []
+        for i in range(PAGES):
+            pages.append((f"/pages/{i}", iso(self.now)))
+            modified = self.now - dt.timedelta(days=30 + 20 * i)
+            _write(root / "pages" / str(i), _page(modified, f"A page about {WORDS[i % 6]}."))
+        _write(root / "sitemaps" / "posts.xml", _urlset(posts))
+        _write(root / "sitemaps" / "pages.xml", _urlset(pages))
+        children = "".join(
+            f"<sitemap><loc>{{base}}/sitemaps/{name}.xml</loc>"
+            f"<lastmod>{iso(self.index_lastmod[name])}</lastmod></sitemap>"
+            for name in ("posts", "pages")
+        )
+        _write(
+            root / "sitemap_index.xml",
+            f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{children}'
+            "</sitemapindex>",
+        )
+        _write(root / "robots.txt", "User-agent: *\nSitemap: {base}/sitemap_index.xml\n")
+
+
+def _page(modified: dt.datetime, text: str) -> str:
+    data = {"@context": "https://schema.org", "@type": "Article", "dateModified": iso(modified)}
+    return (
+        "<!DOCTYPE html><html><head><title>x</title>"
+        f'<script type="application/ld+json">{json.dumps(data)}</script></head>'
+        f"<body><main><article><p>{text}</p></article></main></body></html>"
+    )
+
+
+def _urlset(entries: list[tuple[str, str]]) -> str:
+    rows = "".join(
+        f"<url><loc>{{base}}{loc}</loc><lastmod>{m}</lastmod></url>" for loc, m in entries
+    )
+    return f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{rows}</urlset>'
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[tuple[Site, MockServer]]:
+    built = Site(tmp_path / "site")
+    with MockServer(root=built.root) as server:
+        yield built, server
+
+
+async def run(
+    server: MockServer, state: Path, settings: dict[str, Any] | None = None, **args: Any
+) -> tuple[list[dict[str, Any]], dict[str, Any], Crawler, list[dict[str, Any]]]:
+    """One crawl with the state file; returns items, report, crawler, and the requests the
+    server received during it."""
+    server.reset_requests()
+    items, report, crawler = await crawl_with_report(
+        settings={**EXACT, **(settings or {})},
+        origin=server.base,
+        state=str(state),
+        **args,
+    )
+    assert report is not None
+    return items, report, crawler, server.request_log()
+
+
+def verdicts(report: dict[str, Any]) -> dict[str, str]:
+    return {s["segment"]: s["verdict"] for s in report["segments"]}
+
+
+def decisions(items: list[dict[str, Any]]) -> dict[str, tuple[bool | None, str | None]]:
+    return {
+        i["url"].split("/", 3)[3]: (i["refetch"], i["refetch_reason"])
+        for i in sorted(items, key=lambda i: i["url"])
+    }
+
+
+def paths(log: list[dict[str, Any]], prefix: str) -> list[str]:
+    return sorted(e["path"] for e in log if e["path"].startswith(prefix))
+
+
+def sitemap_requests(log: list[dict[str, Any]]) -> dict[str, str | None]:
+    """Sitemap path -> the If-None-Match it carried."""
+    found = {}
+    for entry in log:
+        if entry["path"].startswith(("/sitemap", "/sitemaps/")):
+            headers = {k.lower(): v for k, v in entry["headers"].items()}
+            found[entry["path"]] = headers.get("if-none-match")
+    return found
+
+
+POSTS_SEG = "/sitemaps/posts.xml"
+PAGES_SEG = "/sitemaps/pages.xml"
+
+
+@deferred_f_from_coro_f
+async def test_second_run_is_conditional_and_decides_per_segment(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    built, server = site
+    state = tmp_path / "state.sqlite"
+    items1, report1, _crawler1, log1 = await run(server, state, sample="on")
+    assert verdicts(report1) == {POSTS_SEG: "PROVISIONAL", PAGES_SEG: "GENERATION_TIME"}
+    assert {i["refetch"] for i in items1} == {None}
+    assert report1["state"]["run"] == 1
+    assert report1["state"]["runs_before"] == 0
+    assert report1["incremental"] == {}
+    assert sitemap_requests(log1) == {
+        "/sitemap_index.xml": None,
+        "/sitemaps/posts.xml": None,
+        "/sitemaps/pages.xml": None,
+    }
+
+    # Nothing changed: every sitemap answers 304 and is replayed from the state file.
+    items2, report2, crawler2, log2 = await run(server, state, since="last")
+    assert sorted((i["url"], i["lastmod"]) for i in items2) == sorted(
+        (i["url"], i["lastmod"]) for i in items1
+    )
+    assert all(tag and tag.startswith('"') for tag in sitemap_requests(log2).values())
+    assert set(sitemap_requests(log2)) == set(sitemap_requests(log1))
+    stats2 = our_stats(crawler2)
+    assert stats2["sitemapcrawl/state/conditional_count"] == 3
+    assert stats2["sitemapcrawl/state/not_modified_count"] == 3
+    assert stats2["sitemapcrawl/state/replayed_urls_count"] == POSTS + PAGES
+    assert stats2["sitemapcrawl/urls/found_count"] == POSTS + PAGES
+    assert paths(log2, "/posts/") == paths(log2, "/pages/") == []  # pages=none: no page fetch
+    # posts keep PROVISIONAL (no sample this run, no red flag); pages stay untrusted
+    assert verdicts(report2) == {POSTS_SEG: "PROVISIONAL", PAGES_SEG: "GENERATION_TIME"}
+    got = decisions(items2)
+    assert got == {
+        **{f"posts/{i}": (False, "lastmod_unchanged") for i in range(POSTS)},
+        # sampled once on run 1: one fetch is no change history yet; the prior waits
+        **{f"pages/{i}": (False, "poisson_wait") for i in range(PAGES)},
+    }
+    assert report2["incremental"]["by_reason"] == {
+        "lastmod_unchanged": POSTS,
+        "poisson_wait": PAGES,
+    }
+    assert report2["incremental"]["refetch"] == 0
+    assert report2["incremental"]["cut"] == report1["segments"][0]["t_ref"]
+
+    # Three posts edited: the index and posts.xml change, pages.xml is still 304; exactly
+    # the three posts are marked and (pages=refetch) fetched, and seen to have changed.
+    built.edit(0, 1, 2)
+    items3, report3, crawler3, log3 = await run(server, state, since="last", pages="refetch")
+    stats3 = our_stats(crawler3)
+    assert stats3["sitemapcrawl/state/not_modified_count"] == 1
+    assert decisions(items3) == {
+        **{f"posts/{i}": (True, "lastmod_changed") for i in range(3)},
+        **{f"posts/{i}": (False, "lastmod_unchanged") for i in range(3, POSTS)},
+        **{f"pages/{i}": (False, "poisson_wait") for i in range(PAGES)},
+    }
+    assert paths(log3, "/posts/") == ["/posts/0", "/posts/1", "/posts/2"]
+    assert paths(log3, "/pages/") == []
+    assert stats3["sitemapcrawl/refetch/requested_count"] == 3
+    assert stats3["sitemapcrawl/refetch/changed_count"] == 3
+    assert stats3["sitemapcrawl/incremental/refetch_count"] == 3
+    # by lastmod alone 23 "changed": the three posts (their value moved), and the pages
+    # stamped with the generation time (within the regeneration lag of the cut)
+    assert report3["incremental"]["lastmod_after_since"] == 3 + PAGES
+    assert report3["incremental"]["pages_changed"] == 3
+
+    with sqlite3.connect(state) as db:
+        runs = db.execute("SELECT id, finish_reason, since FROM runs ORDER BY id").fetchall()
+        history = db.execute(
+            "SELECT run_id FROM lastmod_history WHERE url = ? ORDER BY run_id",
+            (f"{server.base}/posts/0",),
+        ).fetchall()
+        kept = db.execute(
+            "SELECT segment, run_id, verdict FROM verdicts ORDER BY run_id, segment"
+        ).fetchall()
+    assert runs == [(1, "finished", None), (2, "finished", "last"), (3, "finished", "last")]
+    assert history == [(1,), (3,)]  # listed on run 1, changed on run 3
+    assert kept == [
+        (PAGES_SEG, 1, "GENERATION_TIME"),
+        (POSTS_SEG, 1, "PROVISIONAL"),
+        (PAGES_SEG, 2, "GENERATION_TIME"),
+        (POSTS_SEG, 2, "PROVISIONAL"),
+        (PAGES_SEG, 3, "GENERATION_TIME"),
+        (POSTS_SEG, 3, "PROVISIONAL"),
+    ]
+
+
+@deferred_f_from_coro_f
+async def test_cross_run_score_promotes_then_demotes(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    """Honest edits seen over runs promote the posts to TRUSTED (after two strong runs);
+    edits the lastmod does not report (and the pages' own dates hide: L1 cannot see them)
+    demote it at once, by the audited misses."""
+    built, server = site
+    state = tmp_path / "state.sqlite"
+    _, report1, _, _ = await run(server, state, sample="on")
+    assert verdicts(report1)[POSTS_SEG] == "PROVISIONAL"
+
+    built.edit(*range(12))
+    _, report2, _, _ = await run(server, state, sample="on", since="last", pages="refetch")
+    posts2 = report2["segments"][1]
+    assert posts2["segment"] == POSTS_SEG
+    assert (posts2["verdict"], posts2["static_verdict"]) == ("PROVISIONAL", "PROVISIONAL")
+    l2 = posts2["cross_run"]["l2"]
+    assert (l2["tp"], l2["fp"], l2["fn"], l2["tn"]) == (12, 0, 0, 13)
+
+    built.edit(*range(12, 24))
+    _, report3, _, _ = await run(server, state, sample="on", since="last", pages="refetch")
+    posts3 = report3["segments"][1]
+    assert posts3["verdict"] == "TRUSTED"
+    assert posts3["reason"].startswith("Across 3 runs, lastmod moved with 24 of the content")
+    assert posts3["cross_run"]["l2"]["recall_lower"] >= 0.8
+
+    built.edit(*range(8), lastmod=False)
+    items4, report4, _, _log4 = await run(server, state, sample="on", since="last", pages="refetch")
+    posts4 = report4["segments"][1]
+    assert posts4["static_verdict"] == "PROVISIONAL"  # the pages' own dates agree…
+    assert posts4["verdict"] == "STALE"  # …but their content moved under a still lastmod
+    assert posts4["cross_run"]["l2"]["fn"] == 8
+    assert posts4["reason"].startswith("Across runs, 8 of 50 audited pages whose lastmod")
+    # the decisions of run 4 still used the standing TRUSTED verdict
+    assert {d for u, d in decisions(items4).items() if u.startswith("posts/")} == {
+        (False, "lastmod_unchanged")
+    }
+    with sqlite3.connect(state) as db:
+        history = db.execute(
+            "SELECT run_id, verdict FROM verdicts WHERE segment = ? ORDER BY run_id",
+            (POSTS_SEG,),
+        ).fetchall()
+    assert history == [(1, "PROVISIONAL"), (2, "PROVISIONAL"), (3, "TRUSTED"), (4, "STALE")]
+
+
+@deferred_f_from_coro_f
+async def test_audit_share_and_since_date(site: tuple[Site, MockServer], tmp_path: Path) -> None:
+    built, server = site
+    state = tmp_path / "state.sqlite"
+    await run(server, state, sample="on")
+    # An explicit cut, everything audited: unchanged posts are all refetched as audits.
+    cut = built.now - dt.timedelta(days=20)
+    items, report, _, _ = await run(
+        server,
+        state,
+        {"SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL": 1.0},
+        since=iso(cut),
+    )
+    after = [i for i, p in enumerate(built.posts) if p["modified"] + dt.timedelta(hours=1) > cut]
+    assert len(after) == 3
+    assert decisions(items) == {
+        **{f"posts/{i}": (True, "lastmod_changed" if i in after else "audit") for i in range(25)},
+        **{f"pages/{i}": (False, "poisson_wait") for i in range(PAGES)},
+    }
+    incremental = report["incremental"]
+    assert incremental["since"] == iso(cut)
+    assert incremental["urls"] == POSTS + PAGES
+    # the seed guide's three answers: changed since the cut (by lastmod), undated, total
+    assert incremental["lastmod_after_since"] == 3 + PAGES
+    assert incremental["undated"] == 0
+    assert incremental["by_reason"] == {
+        "audit": POSTS - 3,
+        "lastmod_changed": 3,
+        "poisson_wait": PAGES,
+    }
+
+
+@deferred_f_from_coro_f
+async def test_first_incremental_run_without_history(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    _, server = site
+    items, report, _, _ = await run(server, tmp_path / "new.sqlite", since="last")
+    assert set(decisions(items).values()) == {(True, "new")}
+    assert report["incremental"]["cut"] is None
+    items, report, _, _ = await run(server, tmp_path / "other.sqlite", since="2020-01-01")
+    # no verdict yet: lastmod cannot be used, and nothing was ever fetched
+    assert set(decisions(items).values()) == {(True, "no_history")}
+
+
+@deferred_f_from_coro_f
+async def test_trusted_index_lastmod_skips_unchanged_children(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    built, server = site
+    state = tmp_path / "state.sqlite"
+    settings = {"SITEMAPCRAWL_INDEX_TRUST_MIN": 1, "SITEMAPCRAWL_CONDITIONAL_SITEMAPS": False}
+    await run(server, state, settings)
+    built.edit(0)  # posts.xml changes and its index lastmod moves: one agreement
+    _, _, crawler2, log2 = await run(server, state, settings)
+    assert set(sitemap_requests(log2)) == {
+        "/sitemap_index.xml",
+        "/sitemaps/posts.xml",
+        "/sitemaps/pages.xml",
+    }
+    assert "sitemapcrawl/state/skipped_children_count" not in our_stats(crawler2)
+    built.edit(1)
+    items3, _, crawler3, log3 = await run(server, state, settings)
+    # the index's lastmod for pages.xml did not move, and the index has proven itself
+    assert set(sitemap_requests(log3)) == {"/sitemap_index.xml", "/sitemaps/posts.xml"}
+    stats3 = our_stats(crawler3)
+    assert stats3["sitemapcrawl/state/skipped_children_count"] == 1
+    assert stats3["sitemapcrawl/state/replayed_urls_count"] == PAGES
+    assert len(items3) == POSTS + PAGES
+    replayed = [i for i in items3 if i["segment"] == PAGES_SEG]
+    assert {i["sitemap"] for i in replayed} == {f"{server.base}/sitemaps/pages.xml"}
+    assert {i["sitemap_lastmod"] for i in replayed} == {iso(built.index_lastmod["pages"])}
+
+
+@deferred_f_from_coro_f
+async def test_interrupted_run_is_not_a_cut(site: tuple[Site, MockServer], tmp_path: Path) -> None:
+    _, server = site
+    state = tmp_path / "state.sqlite"
+    _, report1, _, _ = await run(server, state)
+    items2, _, crawler2 = await crawl_with_report(
+        settings={**EXACT, "SITEMAPCRAWL_MAX_URLS": 10}, origin=server.base, state=str(state)
+    )
+    assert crawler2.stats is not None
+    assert crawler2.stats.get_value("finish_reason") == "max_urls"
+    assert len(items2) == 10
+    _, report3, _, _ = await run(server, state, since="last")
+    assert report3["state"]["previous_run"]["id"] == 1  # not the interrupted run 2
+    assert report3["incremental"]["cut"] == report1["segments"][0]["t_ref"]
+    with sqlite3.connect(state) as db:
+        runs = db.execute("SELECT id, finish_reason FROM runs ORDER BY id").fetchall()
+    assert runs == [(1, "finished"), (2, "max_urls"), (3, "finished")]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"this is not a database\n" * 50, "not a SQLite file"),
+        ("foreign", "not a sitemapcrawl state file"),
+        ("newer", "written by a newer sitemapcrawl (schema 99"),
+    ],
+)
+@deferred_f_from_coro_f
+async def test_unusable_state_file_stops_the_crawl_untouched(
+    site: tuple[Site, MockServer],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    content: bytes | str,
+    message: str,
+) -> None:
+    _, server = site
+    state = tmp_path / "state.sqlite"
+    if content == "foreign":
+        with sqlite3.connect(state) as db:
+            db.execute("CREATE TABLE notes (body TEXT)")
+            db.execute("INSERT INTO notes VALUES ('keep me')")
+    elif content == "newer":
+        StateStore.open(state).close()
+        with sqlite3.connect(state) as db:
+            db.execute("PRAGMA user_version = 99")
+    else:
+        assert isinstance(content, bytes)
+        state.write_bytes(content)
+    before = state.read_bytes()
+    server.reset_requests()
+    items, report, crawler = await crawl_with_report(origin=server.base, state=str(state))
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("finish_reason") == "bad_state"
+    assert (items, report) == ([], None)
+    assert server.requests() == []
+    assert state.read_bytes() == before
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1
+    assert message in errors[0]
+
+
+@deferred_f_from_coro_f
+async def test_older_schema_is_upgraded_in_place(
+    site: tuple[Site, MockServer], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, server = site
+    caplog.set_level(logging.INFO, logger="sitemapcrawl")
+    state = tmp_path / "state.sqlite"
+    old = StateStore.open(state, upto=1)
+    assert old.version == 1
+    run_id = old.begin_run(server.base, "2024-01-01T00:00:00Z", None)
+    old.finish_run(run_id, "2024-01-01T00:01:00Z", "finished", "2024-01-01T00:00:00Z")
+    old.db.execute(
+        "INSERT INTO urls (origin, url, segment, sitemap, lastmod_raw, first_run, last_run) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (server.base, f"{server.base}/posts/0", POSTS_SEG, "x", "2023-01-01", run_id, run_id),
+    )
+    old.close()
+
+    items, report, _, _ = await run(server, state, since="last")
+    assert f"upgraded from schema 1 to {SCHEMA_VERSION}" in caplog.text
+    assert report["state"]["schema"] == SCHEMA_VERSION
+    assert report["state"]["previous_run"]["id"] == 1
+    got = decisions(items)
+    assert got["posts/0"] == (True, "no_history")  # known, no verdict, never fetched
+    assert got["posts/1"] == (True, "new")
+    with sqlite3.connect(state) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        first = db.execute(
+            "SELECT first_run, last_run FROM urls WHERE url = ?", (f"{server.base}/posts/0",)
+        ).fetchone()
+    assert first == (1, 2)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"since": "yesterday"}, "argument since='yesterday' is not 'last' or an ISO 8601"),
+        ({"since": "last", "state": "off"}, "argument since needs the state file"),
+        ({"pages": "refetch"}, "argument pages=refetch needs since=last or since=<date>"),
+        ({"pages": "all", "since": "last"}, "argument pages='all' is not one of none, refetch"),
+    ],
+)
+@deferred_f_from_coro_f
+async def test_incremental_argument_errors(
+    site: tuple[Site, MockServer],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    args: dict[str, str],
+    message: str,
+) -> None:
+    _, server = site
+    server.reset_requests()
+    args = {"state": str(tmp_path / "state.sqlite"), **args}
+    items, _, crawler = await crawl_with_report(origin=server.base, **args)
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("finish_reason") == "bad_argument"
+    assert items == []
+    assert server.requests() == []
+    assert message in caplog.text
+    assert not (tmp_path / "state.sqlite").exists()
+
+
+@deferred_f_from_coro_f
+async def test_generation_time_is_confirmed_when_the_cluster_keeps_moving(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    built, server = site
+    state = tmp_path / "state.sqlite"
+    reasons = []
+    for run_number in range(3):
+        built.now += dt.timedelta(minutes=20)  # the pages' sitemap is generated again
+        built.write()
+        _, report, _, _ = await run(server, state)
+        pages = report["segments"][0]
+        assert (pages["segment"], pages["verdict"]) == (PAGES_SEG, "GENERATION_TIME")
+        reasons.append(pages["reason"].endswith("consecutive fetches."))
+        assert pages["cross_run"]["cluster_moves"] == run_number + 1
+    assert reasons == [False, False, True]
