@@ -87,7 +87,7 @@ def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         process.wait(timeout=15)
 
 
-def api(url: str, data: dict[str, str] | None = None) -> Any:
+def api(url: str, data: dict[str, str] | list[tuple[str, str]] | None = None) -> Any:
     body = urllib.parse.urlencode(data).encode() if data is not None else None
     with OPENER.open(url, data=body, timeout=30) as response:
         return json.loads(response.read())
@@ -111,31 +111,46 @@ def test_scrapyd_deploy_schedule_and_results(
     assert api(f"{scrapyd}/listspiders.json?project=sitemapcrawl")["spiders"] == ["sitemap"]
 
     jobs = {}
-    for name, extra in {"all": {}, "capped": {"max_sitemaps": "3", "guess": "off"}}.items():
+    deadline = time.monotonic() + 180
+
+    def schedule(name: str, state: Path, **extra: str) -> None:
         scheduled = api(
             f"{scrapyd}/schedule.json",
-            {
-                "project": "sitemapcrawl",
-                "spider": "sitemap",
-                "origin": server.base,
-                "setting": "CONCURRENT_REQUESTS=1",
-                **extra,
-            },
+            [
+                ("project", "sitemapcrawl"),
+                ("spider", "sitemap"),
+                ("origin", server.base),
+                ("setting", "CONCURRENT_REQUESTS=1"),
+                # one state file per series of scheduled runs (README, "Scrapyd")
+                ("setting", f"SITEMAPCRAWL_STATE_PATH={state}"),
+                *extra.items(),
+            ],
         )
         assert scheduled["status"] == "ok"
         jobs[name] = scheduled["jobid"]
-    deadline = time.monotonic() + 120
-    for job in jobs.values():
-        while api(f"{scrapyd}/status.json?job={job}")["currstate"] != "finished":
-            assert time.monotonic() < deadline, "the scrapyd jobs did not finish"
-            time.sleep(0.5)
 
-    def results(job: str) -> tuple[list[str], str]:
+    def wait(*names: str) -> None:
+        for name in names:
+            while api(f"{scrapyd}/status.json?job={jobs[name]}")["currstate"] != "finished":
+                assert time.monotonic() < deadline, "the scrapyd jobs did not finish"
+                time.sleep(0.5)
+
+    schedule("all", tmp_path / "site.sqlite")
+    schedule("capped", tmp_path / "capped.sqlite", max_sitemaps="3", guess="off")
+    wait("all", "capped")
+    # the next scheduled run of the same site: incremental, from the state the first left
+    schedule("since", tmp_path / "site.sqlite", since="last")
+    wait("since")
+
+    def feed(job: str) -> list[dict[str, Any]]:
         items = OPENER.open(f"{scrapyd}/items/sitemapcrawl/sitemap/{job}.jl").read().decode()
-        log = OPENER.open(f"{scrapyd}/logs/sitemapcrawl/sitemap/{job}.log").read().decode()
         rows = [json.loads(line) for line in items.splitlines()]
         assert "segments" in rows[-1]  # the site report closes the feed
-        return sorted(row["url"] for row in rows[:-1]), log
+        return rows
+
+    def results(job: str) -> tuple[list[str], str]:
+        log = OPENER.open(f"{scrapyd}/logs/sitemapcrawl/sitemap/{job}.log").read().decode()
+        return sorted(row["url"] for row in feed(job)[:-1]), log
 
     all_urls, log = results(jobs["all"])
     b = server.base
@@ -152,3 +167,16 @@ def test_scrapyd_deploy_schedule_and_results(
     # robots.txt declares 2 sitemaps; with 3 allowed, only the newest child of the index.
     assert capped == sorted([f"{b}/", f"{b}/about", f"{b}/news/merger"])
     assert "'sitemapcrawl/limits/max_sitemaps_count': 4" in log
+
+    rows = feed(jobs["since"])
+    items, report = rows[:-1], rows[-1]
+    assert sorted(row["url"] for row in items) == all_urls
+    # nothing changed since the first run: no URL is new, and every one has a decision
+    assert all(row["refetch_reason"] not in (None, "new") for row in items)
+    assert report["incremental"]["since"] == "last"
+    assert report["incremental"]["urls"] == len(all_urls)
+    assert (report["state"]["path"], report["state"]["run"]) == (str(tmp_path / "site.sqlite"), 2)
+    since_log = results(jobs["since"])[1]
+    assert "'finish_reason': 'finished'" in since_log
+    assert " ERROR: " not in since_log
+    assert "'sitemapcrawl/state/not_modified_count': " in since_log
