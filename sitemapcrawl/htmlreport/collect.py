@@ -11,6 +11,7 @@ Pure: no Scrapy or Twisted import.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -101,7 +102,7 @@ def parse_iso_seconds(value: Any) -> int | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
-    return int((moment - _EPOCH) // dt.timedelta(seconds=1))
+    return math.floor(moment.timestamp())
 
 
 class LastmodHistogram:
@@ -228,6 +229,8 @@ class SiteTally:
         #: (refetch, reason) -> URLs, over the whole site (incremental runs only)
         self.refetch: Counter[tuple[bool, str]] = Counter()
         self.items = 0
+        self._last_lastmod: str | None = None
+        self._last_seconds: int | None = None
 
     def segment(self, name: str) -> SegmentTally:
         """The tally of segment ``name``, created on first use."""
@@ -267,11 +270,17 @@ class SiteTally:
     ) -> None:
         """Count one URL item given field by field (no dict built during a crawl)."""
         self.items += 1
-        tally = self.segment(str(segment))
+        tally = self.segments.get(segment) or self.segment(str(segment))
         tally.urls += 1
-        flags = [str(flag) for flag in lastmod_flags]
-        tally.flags.update(flags)
-        seconds = parse_iso_seconds(lastmod)
+        flags = [str(flag) for flag in lastmod_flags] if lastmod_flags else []
+        if flags:
+            tally.flags.update(flags)
+        # Sitemaps repeat lastmods (a generation-time sitemap has one): parse each run once.
+        if lastmod == self._last_lastmod:
+            seconds = self._last_seconds
+        else:
+            seconds = parse_iso_seconds(lastmod)
+            self._last_lastmod, self._last_seconds = lastmod, seconds
         if seconds is None:
             if "invalid" in flags or lastmod_raw:
                 tally.invalid += 1
@@ -279,7 +288,7 @@ class SiteTally:
                 tally.missing += 1
         else:
             tally.lastmod += 1
-            hidden = next((flag for flag in _NOT_PLOTTED if flag in flags), None)
+            hidden = next((flag for flag in _NOT_PLOTTED if flag in flags), None) if flags else None
             if hidden is not None:
                 tally.not_plotted[hidden] += 1
             else:
