@@ -38,7 +38,9 @@ except ImportError:  # the runner installs nothing: fall back to ru_maxrss
 
 PY = sys.executable
 PARSERS = ["ours", "scrapy", "usp", "defusedxml", "lxml", "pyexpat", "lines"]
-E2E_TOOLS = ["ours", "stock-scrapy", "scrapy-items", "usp", "advertools"]
+# "ours": default settings, with the state file a first run writes (fresh every run, so no
+# run replays another's 304s); "ours-nostate": the same crawl with the state file off.
+E2E_TOOLS = ["ours", "ours-nostate", "stock-scrapy", "scrapy-items", "usp", "advertools"]
 DEFAULT_PORT = 18730  # files; +1: 1M site, +2: 100k site, +3: 10k site
 SITE_PORT_OFFSET = {1_000_000: 1, 100_000: 2, 10_000: 3}
 PACKAGES = [
@@ -542,10 +544,16 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
     tag = f"{tool}-{n_urls}"
     log_path = os.path.join(e2e_dir, f"{tag}.log")
     res: dict = {"tool": tool, "expected_urls": n_urls}
-    if tool == "ours":
+    if tool in ("ours", "ours-nostate"):
         jsonl = os.path.join(e2e_dir, f"{tag}.jsonl")
         if os.path.exists(jsonl):
             os.remove(jsonl)
+        state = ""
+        if tool == "ours":
+            state = os.path.join(e2e_dir, f"{tag}.sqlite")
+            for suffix in ("", "-wal", "-shm"):
+                if os.path.exists(state + suffix):
+                    os.remove(state + suffix)
         cmd = [
             PY,
             "-m",
@@ -562,6 +570,8 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
             "TELNETCONSOLE_ENABLED=False",
             "-s",
             "REMOTE_CONTROL_ENABLED=False",
+            "-s",
+            f"SITEMAPCRAWL_STATE_PATH={state}",
         ]
         cwd = REPO_ROOT
     elif tool == "stock-scrapy":
@@ -603,7 +613,7 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
             text = f.read()
     except OSError:
         text = ""
-    if tool == "ours":
+    if tool in ("ours", "ours-nostate"):
         stats = dict(LOG_STAT.findall(text))
         res["finish_reason"] = stats.get("finish_reason")
         res["item_scraped_count"] = (
@@ -660,7 +670,7 @@ def e2e_bench(
         ok = r["status"] == "ok"
         req = f"{r['requests']}" + (f" ({r['requests_404']}x404)" if r["requests_404"] else "")
         extra = ""
-        if t == "ours":
+        if t in ("ours", "ours-nostate"):
             extra = (
                 f"finish_reason={r.get('finish_reason')}, "
                 f"item_scraped_count={r.get('item_scraped_count')}"

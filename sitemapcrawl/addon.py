@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .distributed import redis_settings
 from .extensions import SitemapProgressExtension
+from .httpcompression import SitemapHttpCompressionMiddleware
 from .middlewares import SitemapLastmodMiddleware
 from .pipelines import PageSamplingPipeline
 from .redirectguard import PrivateRedirectMiddleware
@@ -53,6 +54,9 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_KEEP_EXCESS_URLS": True,  # keep (and flag) URLs past that limit
     "SITEMAPCRAWL_MAX_LOC_LENGTH": 2048,
     "SITEMAPCRAWL_ROBOTS_MAX_SIZE": 5 * 1024 * 1024,  # bytes downloaded for robots.txt
+    # A sitemap download still running after this share of its download_timeout is stopped
+    # and what arrived is parsed (a server dripping bytes would otherwise cost everything).
+    "SITEMAPCRAWL_READ_DEADLINE": 0.8,
     # Output
     "SITEMAPCRAWL_DEDUPLICATE": True,  # one item per URL even when listed in several files
     # Lastmod verification (sitemapcrawl.middlewares, sitemapcrawl.pipelines)
@@ -85,6 +89,7 @@ DEFAULTS: dict[str, Any] = {
 
 
 _STOCK_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
+_STOCK_COMPRESSION = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
 
 
 class SitemapCrawlAddon:
@@ -128,8 +133,12 @@ class SitemapCrawlAddon:
         if middlewares.get(_STOCK_ROBOTS, 0) is not None:
             middlewares[_STOCK_ROBOTS] = None
             middlewares.setdefault(SitemapRobotsTxtMiddleware, 100)
-            settings.set(
-                "DOWNLOADER_MIDDLEWARES",
-                middlewares,
-                priority=settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0,
-            )
+        # Sitemap bodies stay encoded for the core's streaming decoder (httpcompression.py).
+        if middlewares.get(_STOCK_COMPRESSION, 0) is not None:
+            middlewares[_STOCK_COMPRESSION] = None
+            middlewares.setdefault(SitemapHttpCompressionMiddleware, 590)
+        settings.set(
+            "DOWNLOADER_MIDDLEWARES",
+            middlewares,
+            priority=settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0,
+        )

@@ -36,7 +36,7 @@ from .model import Limits, SitemapRef, UrlEntry
 
 if TYPE_CHECKING:
     import datetime as dt
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
     from lxml.etree import _Element
 
@@ -198,6 +198,7 @@ class SitemapReader:
         *,
         limits: Limits | None = None,
         now: dt.datetime | None = None,
+        content_encoding: Sequence[str] = (),
     ) -> None:
         self.url = url
         self.limits = limits or Limits()
@@ -207,6 +208,7 @@ class SitemapReader:
             max_size=self.limits.max_size,
             chunk_size=self.limits.chunk_size,
             max_layers=self.limits.max_gzip_layers,
+            content_encoding=content_encoding,
         )
         self.kind: str | None = None
         self.root: str | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 import logging
 import sys
+import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit
@@ -23,6 +24,7 @@ from scrapy.utils.request import request_from_dict
 from w3lib.url import canonicalize_url
 
 from sitemapcrawl.distributed import SharedProgress, requeue
+from sitemapcrawl.httpcompression import SITEMAP_META
 from sitemapcrawl.items import SitemapUrlItem
 from sitemapcrawl.sitemaps import Limits, SitemapReader, SitemapRef, UrlEntry
 from sitemapcrawl.sitemaps.dates import parse_lastmod
@@ -50,9 +52,12 @@ _GUESS_MODES = ("off", "fallback", "always")
 _SWITCH = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False}
 _ERROR_STATUSES = list(range(400, 600))
 _P = "sitemapcrawl/"
-_SITEMAP_META = "sitemapcrawl_sitemap"  # marks sitemap requests (for pause/resume)
+_SITEMAP_META = SITEMAP_META  # marks sitemap requests (pause/resume, compression)
 _COUNTED_META = "sitemapcrawl_counted"  # robots.txt and sitemaps: shared progress counter
 _RECEIVED_META = "sitemapcrawl_received"  # bytes of a sitemap body received so far
+_STOPPED_META = "sitemapcrawl_stopped"  # why we stopped its download: too_large, too_slow
+_EXPECTED_META = "sitemapcrawl_expected"  # its announced length (0: unknown)
+_FIRST_BYTE_META = "sitemapcrawl_headers_at"  # when its headers arrived (monotonic)
 # Reasons after which nothing is left to read: no state is kept for a next run.
 _FINAL_REASONS = frozenset({"finished", "max_urls", "bad_argument", "bad_state"})
 # Sitemap requests also take 304 Not Modified (conditional requests from the state file).
@@ -237,6 +242,7 @@ class SitemapCrawlSpider(SitemapSpider):
         crawler.signals.connect(self._on_idle, signal=signals.spider_idle)
         crawler.signals.connect(self._reached_downloader, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._on_bytes, signal=signals.bytes_received)
+        crawler.signals.connect(self._on_headers, signal=signals.headers_received)
         self._shared: SharedProgress | None = None
         if self.distributed:
             self._shared = SharedProgress(
@@ -246,6 +252,8 @@ class SitemapCrawlSpider(SitemapSpider):
         self.deduplicate = settings.getbool("SITEMAPCRAWL_DEDUPLICATE")
         self._sitemap_maxsize = settings.getint("SITEMAPCRAWL_MAX_DOWNLOAD_SIZE")
         self._robots_maxsize = settings.getint("SITEMAPCRAWL_ROBOTS_MAX_SIZE")
+        self._download_timeout = settings.getfloat("DOWNLOAD_TIMEOUT")
+        self._read_deadline = settings.getfloat("SITEMAPCRAWL_READ_DEADLINE")
         self.limits = Limits(
             max_size=settings.getint("SITEMAPCRAWL_MAX_SIZE"),
             max_urls=settings.getint("SITEMAPCRAWL_MAX_URLS_PER_FILE"),
@@ -472,7 +480,9 @@ class SitemapCrawlSpider(SitemapSpider):
             if headers:
                 self.stats.inc_value(_P + "state/conditional_count")
         meta = self._meta(
-            self._sitemap_maxsize,
+            # Scrapy's own cap would refuse a body whose Content-Length is over it before any
+            # byte, or drop it when reached: _on_bytes stops at the cap and keeps what came.
+            0,
             # A connection lost mid-body still delivers what arrived: parse it.
             download_fail_on_dataloss=False,
             **{_SITEMAP_META: True, _RECEIVED_META: 0},
@@ -529,12 +539,15 @@ class SitemapCrawlSpider(SitemapSpider):
             self._shared.done()
 
     def _on_bytes(self, data: bytes, request: Request, spider: Any = None) -> None:
-        """Stop a sitemap download at the size cap and keep what arrived.
+        """Stop a sitemap download at the size cap, or when it has taken most of its time,
+        and keep what arrived.
 
-        Scrapy's own cap (``download_maxsize``, the same number) cancels the download one
-        chunk later and delivers nothing, so every URL of an oversized or endless sitemap
-        was lost. A body whose ``Content-Length`` already exceeds the cap is still refused
-        by Scrapy before any byte arrives.
+        Scrapy's own cap (``download_maxsize``) refuses a body announced larger before any
+        byte arrives and cancels one that grows past it, delivering nothing; its timeout
+        drops a slow body whole. So sitemap requests carry no Scrapy cap: at
+        ``SITEMAPCRAWL_MAX_DOWNLOAD_SIZE`` bytes, or after ``SITEMAPCRAWL_READ_DEADLINE`` of
+        ``download_timeout`` after its headers (a server dripping bytes), the download stops
+        here and the callback parses what came.
         """
         received = request.meta.get(_RECEIVED_META)
         if received is None:
@@ -542,7 +555,37 @@ class SitemapCrawlSpider(SitemapSpider):
         received += len(data)
         request.meta[_RECEIVED_META] = received
         if received >= self._sitemap_maxsize > 0:
+            request.meta[_STOPPED_META] = "too_large"
             raise StopDownload(fail=False)
+        # The clock starts with the headers (time queued in the downloader does not count,
+        # and Scrapy's own timeout has at least this much left).
+        started = request.meta.get(_FIRST_BYTE_META)
+        if started is None:
+            return
+        timeout = float(request.meta.get("download_timeout") or self._download_timeout)
+        now = time.monotonic()
+        if timeout <= 0 or now - started <= timeout * self._read_deadline:
+            return
+        # Past the deadline: stop, unless the announced length will arrive in time at the
+        # rate seen so far.
+        expected = request.meta.get(_EXPECTED_META) or 0
+        rate = received / max(now - started, 1e-3)
+        if (
+            expected > received
+            and (expected - received) / rate < timeout * (1 - self._read_deadline) / 2
+        ):
+            return
+        request.meta[_STOPPED_META] = "too_slow"
+        raise StopDownload(fail=False)
+
+    def _on_headers(
+        self, headers: Any, body_length: int, request: Request, spider: Any = None
+    ) -> None:
+        if request.meta.get(_SITEMAP_META):
+            # Twisted says UNKNOWN_LENGTH (a string) for a chunked body
+            known = isinstance(body_length, int) and body_length > 0
+            request.meta[_EXPECTED_META] = body_length if known else 0
+            request.meta[_FIRST_BYTE_META] = time.monotonic()
 
     def _reached_downloader(self, request: Request, spider: Any = None) -> None:
         """Remember sitemap requests that left the scheduler: a stop loses those."""
@@ -690,18 +733,34 @@ class SitemapCrawlSpider(SitemapSpider):
             return
         body = response.body
         if "download_stopped" in response.flags:
-            # Read exactly up to the cap, wherever the network cut the last chunk.
-            body = body[: self._sitemap_maxsize]
-            self.stats.inc_value(_P + "errors/too_large_count")
-            self._log_once(
-                "too_large",
-                task.url,
-                f"download stopped at {self._sitemap_maxsize} bytes; reading what arrived",
-            )
+            if response.meta.get(_STOPPED_META) == "too_slow":
+                self.stats.inc_value(_P + "errors/too_slow_count")
+                self._log_once(
+                    "too_slow",
+                    task.url,
+                    f"download still running after {self._read_deadline:.0%} of its timeout "
+                    f"({len(body)} bytes); stopped, reading what arrived",
+                )
+            else:
+                # Read exactly up to the cap, wherever the network cut the last chunk.
+                body = body[: self._sitemap_maxsize]
+                self.stats.inc_value(_P + "errors/too_large_count")
+                self._log_once(
+                    "too_large",
+                    task.url,
+                    f"download stopped at {self._sitemap_maxsize} bytes; reading what arrived",
+                )
         if "dataloss" in response.flags:
             self.stats.inc_value(_P + "errors/dataloss_count")
             self._log_once("dataloss", task.url, "connection lost mid-body; reading what arrived")
-        reader = SitemapReader(body, response.url, limits=self.limits)
+        reader = SitemapReader(
+            body,
+            response.url,
+            limits=self.limits,
+            content_encoding=[
+                v.decode("latin-1") for v in response.headers.getlist(b"Content-Encoding")
+            ],
+        )
         kind = reader.sniff()
         if kind not in ("urlset", "sitemapindex", "text", "rss", "atom", "xml"):
             if task.probe:
