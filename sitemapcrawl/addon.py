@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .distributed import redis_settings
 from .extensions import SitemapProgressExtension
+from .htmlreport.extension import HtmlReportExtension
 from .httpcompression import SitemapHttpCompressionMiddleware
 from .middlewares import SitemapLastmodMiddleware
 from .pipelines import PageSamplingPipeline
@@ -67,6 +68,7 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_SAMPLE_PANEL": 10,  # fixed URLs re-fetched every run, within the budget
     "SITEMAPCRAWL_SAMPLE_SEED": "sitemapcrawl",
     "SITEMAPCRAWL_REPORT_PATH": "",  # also write the site report as JSON here
+    "SITEMAPCRAWL_HTML_REPORT_PATH": None,  # also write the HTML site report here
     # State across runs (sitemapcrawl.state): verdict history, lastmod history, fingerprints,
     # sitemap validators. Relative paths are under the crawl's working directory; "" = off.
     "SITEMAPCRAWL_STATE_PATH": ".scrapy/sitemapcrawl/state.sqlite",  # argument: state
@@ -120,6 +122,7 @@ class SitemapCrawlAddon:
             "addon",
         )
         settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapProgressExtension, 500)
+        settings.setdefault_in_component_priority_dict("EXTENSIONS", HtmlReportExtension, 500)
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", SitemapLastmodMiddleware, 550
         )
