@@ -66,3 +66,29 @@ def test_pause_and_resume_equals_an_uninterrupted_run(
     # robots.txt and each sitemap were fetched once over both runs.
     requests = server.requests()
     assert len(requests) == len(set(requests))
+
+
+def test_seen_urls_survive_a_new_process(tmp_path: Path) -> None:
+    """The emitted-URL table pickled by a paused crawl still knows its URLs in the process
+    that resumes it (Python's own ``hash()`` is salted per process)."""
+    import pickle
+
+    from sitemapcrawl.sitemaps.seen import SeenUrls
+
+    seen = SeenUrls()
+    for i in range(1000):
+        seen.add(f"https://a.example/{i}")
+    saved = tmp_path / "seen.pickle"
+    saved.write_bytes(pickle.dumps(seen))
+    script = (
+        "import pickle, sys; seen = pickle.loads(open(sys.argv[1], 'rb').read()); "
+        "print(sum(not seen.add(f'https://a.example/{i}') for i in range(1000)), "
+        "seen.add('https://a.example/new'))"
+    )
+    for seed in ("1", "2"):
+        result = subprocess.run(
+            [sys.executable, "-c", script, str(saved)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        assert result.stdout.split() == ["1000", "True"]
