@@ -76,7 +76,6 @@ class _SegmentRun:
 
     decisions: Counter[str] = field(default_factory=Counter)
     refetch: int = 0
-    unchanged: int = 0  # known URLs whose lastmod did not move since the previous run
     observations: list[Observation] = field(default_factory=list)
     lastmod_after_since: int = 0
     undated: int = 0
@@ -127,6 +126,12 @@ class CrawlState:
             "reason TEXT)"
         )
         self.pending = 0
+        #: Sitemaps whose entries a later run could replay (they carry validators, or their
+        #: index gave them a lastmod); set by the spider before their entries.
+        self.replayable: set[str] = set()
+        self._now_for: dt.datetime | None = None
+        self._now_text = ""
+        self._unchanged: dict[str, int] | None = None
 
     @classmethod
     def open(
@@ -174,24 +179,19 @@ class CrawlState:
     # -- URLs ------------------------------------------------------------------------------
 
     def observe_item(self, item: SitemapUrlItem, now: dt.datetime) -> Decision | None:
-        """Record one URL of this run; on incremental runs, decide whether to refetch it."""
+        """Record one URL of this run; on incremental runs, decide whether to refetch it.
+
+        A run that is not incremental never reads the URL's row back: its writes are
+        batched, and what changed is worked out in SQL."""
         if self.server_now is None or now < self.server_now:
             self.server_now = now
-        prev = self.store.url(self.origin, item.url)
-        raw = item.lastmod_raw
-        lastmod = parse_lastmod(raw) if raw is not None else None
         seg = self.by_segment[item.segment]
         seg.urls += 1
-        changed = prev is None or prev.lastmod_raw != raw
-        cut_prev = (
-            _utc(self.previous["server_now"]) if self.previous is not None else None
-        ) or None
-        if prev is not None and cut_prev is not None:
-            moved = delta_l(lastmod, cut_prev, prev.lastmod_raw, True)
-            if moved is False:
-                seg.unchanged += 1
         decision = None
         if self.incremental:
+            prev = self.store.url(self.origin, item.url)
+            raw = item.lastmod_raw
+            lastmod = parse_lastmod(raw) if raw is not None else None
             cut = self.cut(now)
             if lastmod is None or lastmod.value is None:
                 seg.undated += 1
@@ -209,17 +209,20 @@ class CrawlState:
                         (item.url, item.segment, decision.reason),
                     )
                     self.pending += 1
+        if now is not self._now_for:
+            self._now_for = now
+            self._now_text = format_utc(now.replace(microsecond=0))
         self._rows.append(
             {
                 "url": item.url,
                 "segment": item.segment,
                 "sitemap": item.sitemap,
-                "lastmod_raw": raw,
-                "lastmod_changed": changed,
-                "now": format_utc(now.replace(microsecond=0)),
+                "lastmod_raw": item.lastmod_raw,
+                "now": self._now_text,
                 # A run without ``since`` hands every URL over: the max-age clock restarts.
                 "refetch": decision.refetch if decision is not None else True,
-                "item": _compact(item),
+                # Kept only where a later run can replay it (a 304, or a skipped child).
+                "item": _compact(item) if item.sitemap in self.replayable else None,
             }
         )
         if len(self._rows) >= _FLUSH_EVERY:
@@ -329,7 +332,10 @@ class CrawlState:
         standing = self.segments.get(segment)
         l2 = CrossRun.from_dict(standing.counts if standing is not None else {})
         seg = self.by_segment[segment]
-        l2.add_run(seg.observations, seg.unchanged)
+        if self._unchanged is None:
+            self.flush()
+            self._unchanged = self.store.unchanged_counts(self.origin, self.run_id)
+        l2.add_run(seg.observations, self._unchanged.get(segment, 0))
         previous = standing.verdict if standing is not None else None
         # §5a: a generation-time cluster is confirmed when it moves on 3 fetches in a row.
         centre = (evidence.get("l0") or {}).get("cluster_centre")

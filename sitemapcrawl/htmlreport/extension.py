@@ -38,7 +38,7 @@ class HtmlReportExtension:
     def __init__(self, crawler: Crawler) -> None:
         path = crawler.settings.get("SITEMAPCRAWL_HTML_REPORT_PATH")
         if not path:
-            raise NotConfigured("SITEMAPCRAWL_HTML_REPORT_PATH is not set")
+            raise NotConfigured  # no message: Scrapy would log a warning for an option off
         self.path = Path(path)
         self.tally = SiteTally()
         self.report: dict[str, Any] | None = None

@@ -771,6 +771,12 @@ class SitemapCrawlSpider(SitemapSpider):
             return
         if task.probe:
             self.stats.inc_value(_P + "guess/found_count")
+        if self.crawl_state is not None and (
+            task.parent_lastmod
+            or b"ETag" in response.headers
+            or b"Last-Modified" in response.headers
+        ):
+            self.crawl_state.replayable.add(response.url)
         self.stats.inc_value(_P + "sitemaps/parsed_count")
         self.stats.inc_value(_P + f"sitemaps/parsed_count/{kind}")
         if reader.decoder.layers:
@@ -1000,6 +1006,7 @@ class SitemapCrawlSpider(SitemapSpider):
             data.update(
                 sitemap_lastmod=task.parent_lastmod, depth=task.depth, found_via=task.found_via
             )
+            state.replayable.add(data.get("sitemap", ""))
             yield SitemapUrlItem(**data)
             emitted += 1
         self._urls_emitted += emitted

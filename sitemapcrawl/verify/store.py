@@ -141,6 +141,7 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     CREATE INDEX urls_sitemap ON urls (origin, sitemap);
     ALTER TABLE urls ADD COLUMN fetched_lastmod_raw TEXT;
+    ALTER TABLE urls ADD COLUMN lastmod_changed_run INTEGER;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -350,39 +351,52 @@ class StateStore:
 
     def write_urls(self, origin: str, run_id: int, rows: Iterable[dict[str, Any]]) -> None:
         """Upsert the URLs one run saw (``url``, ``segment``, ``sitemap``, ``lastmod_raw``,
-        ``lastmod_changed`` (bool), ``now``, ``refetch`` (bool), ``item`` (JSON or None));
-        a changed lastmod also goes to ``lastmod_history``."""
+        ``now``, ``refetch`` (bool), ``item`` (JSON or None)); a lastmod that differs from
+        the stored one (or a new URL) goes to ``lastmod_history`` and stamps
+        ``lastmod_changed_at``/``_run``. All in SQL, one statement per batch."""
         rows = list(rows)
         db = self.db
+        params = [{"origin": origin, "run": run_id, **row} for row in rows]
         db.execute("BEGIN")
         try:
             db.executemany(
+                "INSERT INTO lastmod_history (origin, url, run_id, lastmod_raw) "
+                "SELECT :origin, :url, :run, :lastmod_raw WHERE NOT EXISTS (SELECT 1 FROM urls "
+                "WHERE origin = :origin AND url = :url AND lastmod_raw IS :lastmod_raw)",
+                params,
+            )
+            db.executemany(
                 "INSERT INTO urls (origin, url, segment, sitemap, lastmod_raw, first_run, "
-                "last_run, lastmod_changed_at, last_refetch_at, item) "
+                "last_run, lastmod_changed_at, lastmod_changed_run, last_refetch_at, item) "
                 "VALUES (:origin, :url, :segment, :sitemap, :lastmod_raw, :run, :run, :now, "
-                "CASE WHEN :refetch THEN :now END, :item) "
+                ":run, CASE WHEN :refetch THEN :now END, :item) "
                 "ON CONFLICT (origin, url) DO UPDATE SET segment = excluded.segment, "
                 "sitemap = excluded.sitemap, lastmod_raw = excluded.lastmod_raw, "
                 "last_run = excluded.last_run, "
-                "lastmod_changed_at = CASE WHEN :lastmod_changed THEN :now "
-                "ELSE lastmod_changed_at END, "
+                "lastmod_changed_at = CASE WHEN lastmod_raw IS excluded.lastmod_raw "
+                "THEN lastmod_changed_at ELSE :now END, "
+                "lastmod_changed_run = CASE WHEN lastmod_raw IS excluded.lastmod_raw "
+                "THEN lastmod_changed_run ELSE :run END, "
                 "last_refetch_at = CASE WHEN :refetch THEN :now ELSE last_refetch_at END, "
                 "item = excluded.item",
-                ({"origin": origin, "run": run_id, **row} for row in rows),
-            )
-            db.executemany(
-                "INSERT INTO lastmod_history (origin, url, run_id, lastmod_raw) "
-                "VALUES (?, ?, ?, ?)",
-                (
-                    (origin, row["url"], run_id, row["lastmod_raw"])
-                    for row in rows
-                    if row["lastmod_changed"]
-                ),
+                params,
             )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    def unchanged_counts(self, origin: str, run_id: int) -> dict[str, int]:
+        """Per segment, URLs of this run already known before it whose lastmod did not
+        change on it (the ΔL = 0 population of the cross-run score)."""
+        return dict(
+            self.db.execute(
+                "SELECT segment, count(*) FROM urls WHERE origin = ? AND last_run = ? "
+                "AND first_run < ? AND (lastmod_changed_run IS NULL OR lastmod_changed_run < ?) "
+                "GROUP BY segment",
+                (origin, run_id, run_id, run_id),
+            ).fetchall()
+        )
 
     def lastmod_history(self, origin: str, url: str) -> list[tuple[int, str | None]]:
         return [
