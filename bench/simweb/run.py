@@ -17,6 +17,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -56,6 +57,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         default=REPO,
         help="run the spider of this checkout (default: this repository)",
+    )
+    parser.add_argument(
+        "--no-snapshot",
+        action="store_true",
+        help="run the spider from the checkout itself, not from a copy taken at the start",
     )
     parser.add_argument(
         "--render", metavar="JSON", help="only rewrite the Markdown report of a saved run"
@@ -121,8 +127,8 @@ def bench_site(name: str, args: argparse.Namespace, workdir: Path) -> dict[str, 
             if record.returncode != 0 and day == 0:
                 break
     result["runs"] = [r.summary() for r in records]
-    result["spider_failed"] = any(r.returncode != 0 for r in records)
-    result["incremental"] = bool(records) and all(r.incremental for r in records)
+    result["failed_runs"] = [r.day for r in records if r.error]
+    result["incremental"] = any(r.incremental for r in records)
     verdicts = {}
     for spec in site.archetype.segments:
         per_run = [r.verdicts.get(spec.path) for r in records]
@@ -187,7 +193,8 @@ def summarise(results: list[dict[str, Any]], args: argparse.Namespace) -> dict[s
         "dangerous_runs_total": sum(v["dangerous_runs"] for v in affected),
         "dangerous_runs_max": max((v["dangerous_runs"] for v in affected), default=0),
         "affected_segments": len(affected),
-        "incremental": all(r.get("incremental") for r in results) if segs else None,
+        "incremental": any(r.get("incremental") for r in results) if segs else None,
+        "failed_runs": sum(len(r.get("failed_runs", [])) for r in results),
     }
 
 
@@ -210,6 +217,17 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             "decision, so its fetches are not scored as a re-crawl policy (only its "
             "verification sample hit the pages). Verdicts below are per-run (no state "
             "across runs).",
+            "",
+        ]
+    broken = [r for r in results if r.get("failed_runs")]
+    if broken:
+        out += [
+            "Spider runs that failed or wrote no SiteReport (their verdict is `None`, and "
+            "their fetches count as they happened): "
+            + "; ".join(
+                f"{r['archetype']} runs {[d + 1 for d in r['failed_runs']]}" for r in broken
+            )
+            + ".",
             "",
         ]
     if meta["spider"]:
@@ -400,6 +418,10 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     load_before = [round(x, 2) for x in os.getloadavg()]
     started = time.monotonic()
+    commit = _commit(args.spider_repo)
+    if not args.no_spider and not args.no_snapshot:
+        # One benchmark = one version of the spider, even while someone edits the tree.
+        args.spider_repo = snapshot(args.spider_repo, workdir / "spider")
     log(
         f"{len(args.names)} archetypes x {args.days} days, {args.pages} pages, seed {args.seed}; "
         f"output {workdir}"
@@ -421,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         "days": args.days,
         "pages": args.pages,
         "spider": not args.no_spider,
-        "commit": _commit(args.spider_repo),
+        "commit": commit,
         "cpus": os.cpu_count(),
         "load_before": load_before,
         "load_after": [round(x, 2) for x in os.getloadavg()],
@@ -435,6 +457,17 @@ def main(argv: list[str] | None = None) -> int:
     print(report)
     log(f"wrote {OUT / f'simweb-{stamp}.md'} and .json in {meta['wall_s']:.0f} s")
     return 0
+
+
+def snapshot(repo: Path, dest: Path) -> Path:
+    """Copy the spider's code (``sitemapcrawl/`` and ``scrapy.cfg``) of ``repo`` to ``dest``."""
+    shutil.copytree(
+        repo / "sitemapcrawl",
+        dest / "sitemapcrawl",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    shutil.copy2(repo / "scrapy.cfg", dest / "scrapy.cfg")
+    return dest
 
 
 def _commit(repo: Path) -> str:
