@@ -1,0 +1,162 @@
+"""The cross-run score (L2) and the refetch decision, as pure functions, exactly."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from sitemapcrawl.sitemaps.dates import parse_lastmod
+from sitemapcrawl.verify.crossrun import DECAY, CrossRun, Observation, combine
+from sitemapcrawl.verify.schedule import (
+    DAY,
+    Decision,
+    Policy,
+    change_probability,
+    change_rate,
+    decide,
+)
+
+NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
+CUT = NOW - timedelta(days=1)
+
+
+def test_counts_decay_and_split_by_audit() -> None:
+    l2 = CrossRun(tp=10, fp=4, fn=2, tn=20, n_unch=100)
+    l2.add_run(
+        [
+            Observation(delta_l=True, delta_c=True, random=False),
+            Observation(delta_l=True, delta_c=False, random=True),
+            Observation(delta_l=False, delta_c=True, random=True),
+            Observation(delta_l=False, delta_c=False, random=True),
+            Observation(delta_l=False, delta_c=True, random=False),  # scheduled: no audit
+        ],
+        n_unchanged=50,
+    )
+    assert (l2.tp, l2.fp, l2.fn, l2.tn) == pytest.approx(
+        (10 * DECAY + 1, 4 * DECAY + 1, 2 * DECAY + 1, 20 * DECAY + 1)
+    )
+    assert l2.n_unch == pytest.approx(100 * DECAY + 50)
+    assert l2.runs == 1
+    assert pytest.approx(0.5) == DECAY**30
+
+
+def test_metrics() -> None:
+    m = CrossRun(tp=20, fp=20, fn=2, tn=98, n_unch=500).metrics()
+    assert m["precision"] == 0.5
+    assert m["miss_rate"] == 0.02
+    assert m["recall"] == round(20 / (20 + 0.02 * 500), 4)
+    assert m["lift"] == 25.0
+    lo, hi = m["miss_rate_bounds"]
+    assert lo < 0.02 < hi
+    assert m["recall_lower"] == pytest.approx(20 / (20 + hi * 500), abs=1e-3)
+    assert CrossRun(tp=5, fp=0, fn=0, tn=10, n_unch=10).metrics()["lift"] == "inf"
+
+
+def test_demote_at_once_and_recover_after_two_clean_runs() -> None:
+    l2 = CrossRun(tp=30, fp=1, fn=0, tn=200, n_unch=300, promote_streak=3)
+    assert combine("GENERATION_TIME", "stamped.", "TRUSTED", l2)[0] == "GENERATION_TIME"
+    assert l2.promote_streak == 0
+    name, reason, _ = combine("PROVISIONAL", "30 of 30 agree.", "GENERATION_TIME", l2)
+    assert name == "GENERATION_TIME"
+    assert reason.startswith("Held at GENERATION_TIME until 2 clean runs in a row (1 so far)")
+    assert combine("PROVISIONAL", "30 of 30 agree.", "GENERATION_TIME", l2)[0] in (
+        "PROVISIONAL",
+        "TRUSTED",
+    )
+
+
+def test_stale_from_audited_misses() -> None:
+    l2 = CrossRun(tp=10, fp=0, fn=4, tn=16, n_unch=200)
+    name, reason, _ = combine("PROVISIONAL", "30 of 30 agree.", "TRUSTED", l2)
+    assert name == "STALE"
+    assert reason == (
+        "Across runs, 4 of 20 audited pages whose lastmod did not move had changed "
+        "(estimated recall 0.20 < 0.80)."
+    )
+
+
+def test_generation_time_from_lift() -> None:
+    # P(ΔC | ΔL) = 6/36 ≈ P(ΔC | no ΔL) = 3/18; few unchanged URLs, so recall stays high
+    l2 = CrossRun(tp=6, fp=30, fn=3, tn=15, n_unch=5)
+    name, reason, _ = combine("PROVISIONAL", "ok.", "PROVISIONAL", l2)
+    assert name == "GENERATION_TIME"
+    assert "lift 1.00 < 1.5 over 36 lastmod changes" in reason
+
+
+def test_over_reporting_is_a_safe_filter() -> None:
+    l2 = CrossRun(tp=20, fp=40, fn=0, tn=300, n_unch=100)
+    name, reason, _ = combine("PROVISIONAL", "ok.", "PROVISIONAL", l2)
+    assert name == "OVER_REPORTING"
+    assert "only 33% of its moves are real changes" in reason
+
+
+def test_no_sample_keeps_the_standing_verdict() -> None:
+    l2 = CrossRun()
+    args = ("UNVERIFIABLE", "Only 0 of 0 sampled pages carry page evidence (< 20).")
+    assert combine(*args, "PROVISIONAL", l2, sampled=False)[0] == "PROVISIONAL"
+    assert combine(*args, "PROVISIONAL", l2, sampled=True)[0] == "UNVERIFIABLE"
+    assert combine(*args, None, l2, sampled=False)[0] == "UNVERIFIABLE"
+
+
+def run_decide(**over: object) -> Decision:
+    args: dict[str, object] = {
+        "verdict": "TRUSTED",
+        "subset_trusted": False,
+        "lastmod": parse_lastmod("2026-11-20T00:00:00Z"),
+        "known": True,
+        "previous_raw": "2026-11-20T00:00:00Z",
+        "since": CUT,
+        "since_last": True,
+        "now": NOW,
+        "last_refetch": NOW - timedelta(days=2),
+        "last_fetch": NOW - timedelta(days=2),
+        "intervals": [],
+        "prior": (0, 0.0),
+        "draw": 0.5,
+        "policy": Policy(),
+    }
+    args.update(over)
+    return decide(**args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("over", "expected"),
+    [
+        ({}, (False, "lastmod_unchanged")),
+        ({"known": False}, (True, "new")),
+        ({"lastmod": parse_lastmod("2026-11-29T23:30:00Z")}, (True, "lastmod_changed")),
+        ({"previous_raw": "2026-11-10"}, (True, "lastmod_changed")),  # the value moved
+        ({"lastmod": parse_lastmod("2026-11-29")}, (True, "lastmod_changed")),  # whole day
+        ({"draw": 0.01}, (True, "audit")),
+        ({"draw": 0.05}, (False, "lastmod_unchanged")),  # 3 % audit for TRUSTED
+        ({"draw": 0.05, "verdict": "PROVISIONAL"}, (True, "audit")),  # 8 %
+        ({"last_refetch": NOW - timedelta(days=40), "last_fetch": None}, (True, "max_age")),
+        ({"lastmod": None, "last_fetch": None}, (True, "undated")),
+        ({"verdict": "GENERATION_TIME", "last_fetch": None}, (True, "no_history")),
+        ({"verdict": "GENERATION_TIME"}, (False, "poisson_wait")),
+        (
+            {"verdict": "GENERATION_TIME", "intervals": [(DAY, True)] * 4},
+            (True, "poisson"),
+        ),
+        ({"verdict": "STALE", "previous_raw": "2026-11-10"}, (True, "lastmod_changed")),
+        ({"verdict": "STALE"}, (False, "poisson_wait")),
+        ({"verdict": "PARTIAL", "subset_trusted": True}, (False, "lastmod_unchanged")),
+        ({"verdict": "PARTIAL"}, (False, "poisson_wait")),
+        ({"verdict": None, "last_fetch": NOW - timedelta(days=31)}, (True, "max_age")),
+    ],
+)
+def test_decide(over: dict[str, object], expected: tuple[bool, str]) -> None:
+    decision = run_decide(**over)
+    assert (decision.refetch, decision.reason) == expected
+
+
+def test_change_rate_and_probability() -> None:
+    policy = Policy()
+    # a page seen changed on every daily fetch changes more than once a day
+    assert change_rate([(DAY, True)] * 10, 0, 0.0, policy) * DAY > 1.5
+    # never changed over 10 daily fetches: the rate falls well under the 30-day prior
+    assert change_rate([(DAY, False)] * 10, 0, 0.0, policy) * DAY < 1 / 30
+    assert change_probability(1 / DAY, DAY) == pytest.approx(1 - math.exp(-1))
+    assert change_probability(1 / DAY, -5) == 0.0
