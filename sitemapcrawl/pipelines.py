@@ -84,6 +84,7 @@ class PageSamplingPipeline:
         report_path = settings.get("SITEMAPCRAWL_REPORT_PATH")
         self.report_path = Path(report_path) if report_path else None
         self.phase = "discovery"
+        self._due: dict[str, bool] = {}
         self.report: SiteReport | None = None
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -119,6 +120,18 @@ class PageSamplingPipeline:
                     stats.inc_value("sitemapcrawl/incremental/refetch_count")
         if self.sampling:
             record = self.site.segment(item.segment)
+            if record.sampler is None and state is not None:
+                due = self._due.get(item.segment)
+                if due is None:
+                    due = self._due[item.segment] = state.sample_due(
+                        item.segment, record.t_ref or self.site.started
+                    )
+                    if not due:
+                        stats = self.crawler.stats
+                        assert stats is not None
+                        stats.inc_value(_P + "skipped_segment_count")
+                if not due:
+                    return item
             if record.sampler is None:
                 record.sampler = SegmentSampler(
                     seed=f"{self.seed}:{item.segment}",

@@ -114,6 +114,7 @@ class CrawlState:
             audit_provisional=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL"),
         )
         self.seed = str(settings.get("SITEMAPCRAWL_SAMPLE_SEED"))
+        self.resample_after = dt.timedelta(days=settings.getfloat("SITEMAPCRAWL_RESAMPLE_DAYS"))
         self._rows: list[dict[str, Any]] = []
         self._priors: dict[str, tuple[int, float]] = {}
         self.by_segment: defaultdict[str, _SegmentRun] = defaultdict(_SegmentRun)
@@ -166,6 +167,18 @@ class CrawlState:
         if self.previous is not None:
             return _utc(self.previous["server_now"]) or _utc(self.previous["started_at"])
         return None
+
+    def sample_due(self, segment: str, now: dt.datetime) -> bool:
+        """On incremental runs, a segment whose lastmod stands verified is sampled again
+        only every ``SITEMAPCRAWL_RESAMPLE_DAYS`` (the audit keeps watching it meanwhile);
+        one without a verdict, UNVERIFIABLE, PARTIAL or STALE is sampled every run."""
+        if not self.incremental:
+            return True
+        standing = self.segments.get(segment)
+        if standing is None or standing.verdict in (None, "UNVERIFIABLE", "PARTIAL", "STALE"):
+            return True
+        last = _utc(standing.counts.get("sampled_at"))
+        return last is None or now - last >= self.resample_after
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -350,6 +363,10 @@ class CrawlState:
                     "consecutive fetches."
                 )
                 evidence = {**evidence, "confirmed": True}
+        if evidence.get("n_sampled"):
+            l2.extra["sampled_at"] = format_utc(
+                (self.server_now or self.started).replace(microsecond=0)
+            )
         l2.extra["cluster_centre"] = centre
         l2.extra["cluster_moves"] = moves
         name, reason, extra = combine(

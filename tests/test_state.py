@@ -273,9 +273,12 @@ async def test_cross_run_score_promotes_then_demotes(
     state = tmp_path / "state.sqlite"
     _, report1, _, _ = await run(server, state, sample="on")
     assert verdicts(report1)[POSTS_SEG] == "PROVISIONAL"
+    every_run = {"SITEMAPCRAWL_RESAMPLE_DAYS": 0}  # sample a verified segment every run
 
     built.edit(*range(12))
-    _, report2, _, _ = await run(server, state, sample="on", since="last", pages="refetch")
+    _, report2, _, _ = await run(
+        server, state, every_run, sample="on", since="last", pages="refetch"
+    )
     posts2 = report2["segments"][1]
     assert posts2["segment"] == POSTS_SEG
     assert (posts2["verdict"], posts2["static_verdict"]) == ("PROVISIONAL", "PROVISIONAL")
@@ -283,14 +286,18 @@ async def test_cross_run_score_promotes_then_demotes(
     assert (l2["tp"], l2["fp"], l2["fn"], l2["tn"]) == (12, 0, 0, 13)
 
     built.edit(*range(12, 24))
-    _, report3, _, _ = await run(server, state, sample="on", since="last", pages="refetch")
+    _, report3, _, _ = await run(
+        server, state, every_run, sample="on", since="last", pages="refetch"
+    )
     posts3 = report3["segments"][1]
     assert posts3["verdict"] == "TRUSTED"
     assert posts3["reason"].startswith("Across 3 runs, lastmod moved with 24 of the content")
     assert posts3["cross_run"]["l2"]["recall_lower"] >= 0.8
 
     built.edit(*range(8), lastmod=False)
-    items4, report4, _, _log4 = await run(server, state, sample="on", since="last", pages="refetch")
+    items4, report4, _, _log4 = await run(
+        server, state, every_run, sample="on", since="last", pages="refetch"
+    )
     posts4 = report4["segments"][1]
     assert posts4["static_verdict"] == "PROVISIONAL"  # the pages' own dates agree…
     assert posts4["verdict"] == "STALE"  # …but their content moved under a still lastmod
@@ -521,3 +528,22 @@ async def test_generation_time_is_confirmed_when_the_cluster_keeps_moving(
         reasons.append(pages["reason"].endswith("consecutive fetches."))
         assert pages["cross_run"]["cluster_moves"] == run_number + 1
     assert reasons == [False, False, True]
+
+
+@deferred_f_from_coro_f
+async def test_incremental_runs_resample_verified_segments_weekly(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    _, server = site
+    state = tmp_path / "state.sqlite"
+    _, _, _, log1 = await run(server, state, sample="on")
+    assert len(paths(log1, "/posts/")) == POSTS
+    # verified on run 1 (PROVISIONAL; GENERATION_TIME from the sitemap alone): not again
+    _, report2, crawler2, log2 = await run(server, state, sample="on", since="last")
+    assert paths(log2, "/posts/") == paths(log2, "/pages/") == []
+    assert our_stats(crawler2)["sitemapcrawl/sample/skipped_segment_count"] == 2
+    assert verdicts(report2) == {POSTS_SEG: "PROVISIONAL", PAGES_SEG: "GENERATION_TIME"}
+    assert report2["segments"][1]["reason"].startswith("Kept PROVISIONAL: no pages were")
+    # a run that is not incremental samples as asked
+    _, _, _, log3 = await run(server, state, sample="on")
+    assert len(paths(log3, "/posts/")) == POSTS

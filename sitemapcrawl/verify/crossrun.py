@@ -211,7 +211,14 @@ def combine(
             f"Across runs, a moving lastmod predicts a content change no better than a still "
             f"one (lift {float(lift):.2f} < {GEN_LIFT} over {events:.0f} lastmod changes).",
         )
-    # A red verdict is lifted only after RECOVER_RUNS clean runs in a row.
+    # A red verdict is lifted only after RECOVER_RUNS clean runs in a row; a run that
+    # sampled no page is no evidence either way.
+    if previous in RED and not sampled and static_name == "UNVERIFIABLE":
+        return (
+            previous,
+            f"Kept {previous}: no pages were sampled on this run ({static_reason[:-1]}).",
+            evidence,
+        )
     if previous in RED:
         l2.clean_streak += 1
         if l2.clean_streak < RECOVER_RUNS:

@@ -179,7 +179,7 @@ class SegmentState:
     segment: str
     verdict: str | None
     verdict_since_run: int | None
-    counts: dict[str, float]
+    counts: dict[str, Any]
 
 
 @dataclass(slots=True)
