@@ -18,6 +18,7 @@ from hashlib import blake2b
 
 __all__ = ["SeenUrls"]
 
+
 class SeenUrls:
     """Remember strings by their 64-bit hash; ``add`` tells whether one is new.
 
