@@ -312,6 +312,9 @@ class PageSamplingPipeline:
     def _final_report(self) -> SiteReport:
         self.phase = "done"
         self.report = self.build_report()
+        state = self.site.state
+        if state is not None:
+            state.store.save_report(state.run_id, _as_dict(self.report))
         return self.report
 
     # -- pages ----------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from tests.mockserver import MockServer
 from tests.utils.crawl import crawl_with_report, project_settings
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from websockets.sync.client import ClientConnection
 
@@ -457,13 +457,35 @@ def test_bad_feeds_are_clear_errors(tmp_path: Path, content: bytes | None, messa
         read_runs(path)
 
 
-def test_a_state_file_is_refused_for_now(tmp_path: Path) -> None:
+def test_a_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
     with sqlite3.connect(path) as db:
         db.execute("create table t (x)")
     db.close()
-    with pytest.raises(FeedError, match="a SQLite file"):
+    before = path.read_bytes()
+    with pytest.raises(FeedError, match="not a sitemapcrawl state file"):
         read_runs(path)
+    assert path.read_bytes() == before
+
+
+@deferred_f_from_coro_f
+async def test_a_state_file_gives_each_sites_last_report(
+    site: Callable[[str], MockServer], tmp_path: Path
+) -> None:
+    server = site("basic")
+    state = tmp_path / "state.sqlite"
+    settings = {"SITEMAPCRAWL_STATE_PATH": str(state)}
+    await crawl_with_report(settings=settings, origin=server.base, max_urls=3)  # no report
+    items, report, _ = await crawl_with_report(settings=settings, origin=server.base)
+    assert report is not None
+    before = state.read_bytes()
+    runs, left_out = read_runs(state)
+    assert state.read_bytes() == before  # read-only
+    assert (len(runs), left_out) == (1, 0)
+    assert runs[0].report == json.loads(json.dumps(report, default=str))
+    assert runs[0].report["state"]["run"] == 2
+    assert runs[0].tally.items == len(items)
+    assert sorted(runs[0].tally.segments) == sorted({i["segment"] for i in items})
 
 
 # -- the command ---------------------------------------------------------------------------

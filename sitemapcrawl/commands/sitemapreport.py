@@ -27,7 +27,7 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "<feed.jsonl|feed.json> -o <report.html>"
+        return "<feed.jsonl|feed.json|state.sqlite> -o <report.html>"
 
     def short_desc(self) -> str:
         return "Render a sitemap crawl's feed as a self-contained HTML site report"
@@ -37,7 +37,8 @@ class Command(ScrapyCommand):
             "Render the JSON or JSON Lines feed of `scrapy crawl sitemap` (its URL items and "
             "its closing SiteReport) as one HTML file with a lastmod histogram per segment "
             "and a timeline against the sitemap's fetch time. The file loads nothing when "
-            "viewed. Use -o - to write it to standard output."
+            "viewed. A SQLite state file (SITEMAPCRAWL_STATE_PATH) gives the last report of "
+            "each site it holds. Use -o - to write it to standard output."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:

@@ -196,7 +196,12 @@ def collect_runs(records: Iterable[dict[str, Any]], max_bins: int = 512) -> tupl
 
 
 def read_runs(path: Path, max_bins: int = 512) -> tuple[list[Run], int]:
-    """:func:`collect_runs` over the feed at ``path``; a feed without a report is an error."""
+    """:func:`collect_runs` over the feed at ``path``; a feed without a report is an error.
+
+    A SQLite state file gives the last report of each site it holds, with the URLs of that
+    run (read-only)."""
+    if _is_sqlite(path):
+        return _state_runs(path, max_bins), 0
     try:
         runs, left_over = collect_runs(iter_feed(path), max_bins=max_bins)
     except UnicodeDecodeError as exc:
@@ -207,3 +212,29 @@ def read_runs(path: Path, max_bins: int = 512) -> tuple[list[Run], int]:
             "was stopped before its end?)"
         )
     return runs, left_over
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _state_runs(path: Path, max_bins: int) -> list[Run]:
+    from sitemapcrawl.verify.store import StateError, read_reports  # noqa: PLC0415
+
+    try:
+        reports = read_reports(path)
+    except StateError as exc:
+        raise FeedError(str(exc)) from None
+    if not reports:
+        raise FeedError(f"{path}: this state file holds no site report yet")
+    runs = []
+    for report, items in reports:
+        tally = SiteTally(max_bins=max_bins)
+        for item in items:
+            tally.add_item(item)
+        runs.append(Run(report, tally))
+    return runs

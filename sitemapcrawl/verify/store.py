@@ -42,6 +42,7 @@ __all__ = [
     "StateError",
     "StateStore",
     "UrlState",
+    "read_reports",
 ]
 
 APPLICATION_ID = 0x534D4350  # "SMCP"
@@ -142,6 +143,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX urls_sitemap ON urls (origin, sitemap);
     ALTER TABLE urls ADD COLUMN fetched_lastmod_raw TEXT;
     ALTER TABLE urls ADD COLUMN lastmod_changed_run INTEGER;
+    ALTER TABLE runs ADD COLUMN report TEXT;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -319,6 +321,13 @@ class StateStore:
         self.db.execute(
             "UPDATE runs SET finished_at = ?, finish_reason = ?, server_now = ? WHERE id = ?",
             (finished_at, reason, server_now, run_id),
+        )
+
+    def save_report(self, run_id: int, report: dict[str, Any]) -> None:
+        """The run's site report (JSON), for ``scrapy sitemapreport STATE``."""
+        self.db.execute(
+            "UPDATE runs SET report = ? WHERE id = ?",
+            (json.dumps(report, ensure_ascii=False, default=str), run_id),
         )
 
     def previous_run(self, origin: str, before: int | None = None) -> dict[str, Any] | None:
@@ -670,3 +679,50 @@ def _statements(sql: str) -> list[str]:
     """A migration's statements, run one by one inside our own transaction
     (``executescript`` would commit first)."""
     return [s.strip() for s in sql.split(";") if s.strip()]
+
+
+def read_reports(path: str | Path) -> list[tuple[dict[str, Any], Iterator[dict[str, Any]]]]:
+    """The last site report of every origin in a state file, each with its URLs (as item
+    dicts: url, segment, sitemap, lastmod, lastmod_raw, lastmod_flags), read-only: the
+    file is never created, upgraded or changed. Raises :class:`StateError`."""
+    from sitemapcrawl.sitemaps.dates import parse_lastmod  # noqa: PLC0415 - core, no cycle
+
+    path = Path(path)
+    if not path.is_file():
+        raise StateError(f"{path}: no such file")
+    _check_header(path)
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        app = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        raise StateError(f"{path}: the state file is damaged or not SQLite ({exc})") from exc
+    if app != APPLICATION_ID:
+        db.close()
+        raise StateError(f"{path}: not a sitemapcrawl state file")
+    if not 2 <= version <= SCHEMA_VERSION:
+        db.close()
+        raise StateError(f"{path}: schema {version} holds no site reports (2 to {SCHEMA_VERSION})")
+    rows = db.execute(
+        "SELECT r.id, r.origin, r.report FROM runs r WHERE r.report IS NOT NULL AND r.id = "
+        "(SELECT max(id) FROM runs s WHERE s.origin = r.origin AND s.report IS NOT NULL) "
+        "ORDER BY r.origin"
+    ).fetchall()
+
+    def items(origin: str, run_id: int) -> Iterator[dict[str, Any]]:
+        for url, segment, sitemap, raw in db.execute(
+            "SELECT url, segment, sitemap, lastmod_raw FROM urls "
+            "WHERE origin = ? AND last_run >= ? ORDER BY url",
+            (origin, run_id),
+        ):
+            lastmod = parse_lastmod(raw) if raw is not None else None
+            yield {
+                "url": url,
+                "segment": segment,
+                "sitemap": sitemap,
+                "lastmod_raw": raw,
+                "lastmod": lastmod.iso if lastmod is not None else None,
+                "lastmod_flags": list(lastmod.flags) if lastmod is not None else [],
+            }
+
+    return [(json.loads(report), items(origin, run_id)) for run_id, origin, report in rows]
