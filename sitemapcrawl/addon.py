@@ -69,6 +69,15 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_SAMPLE_SEED": "sitemapcrawl",
     "SITEMAPCRAWL_REPORT_PATH": "",  # also write the site report as JSON here
     "SITEMAPCRAWL_HTML_REPORT_PATH": None,  # also write the HTML site report here
+    # Link following (sitemapcrawl.linkfollow): argument links=off|fallback|sample|full
+    "SITEMAPCRAWL_LINKS": "sample",  # sample: only when pages are fetched anyway
+    "SITEMAPCRAWL_LINKS_MAX_DEPTH": 5,  # clicks from the home page (full, fallback)
+    "SITEMAPCRAWL_LINKS_MAX_PAGES": 1000,  # pages fetched for links (full, fallback)
+    "SITEMAPCRAWL_LINKS_SAMPLE_DEPTH": 1,  # clicks from a sampled page or the home page
+    "SITEMAPCRAWL_LINKS_SAMPLE_PAGES": 100,  # pages fetched for links (sample)
+    "SITEMAPCRAWL_LINKS_MAX_QUERY_VARIANTS": 20,  # distinct query strings per path
+    "SITEMAPCRAWL_LINKS_NOFOLLOW": True,  # respect rel=nofollow and meta robots nofollow
+    "SITEMAPCRAWL_LINKS_MAX_PAGE_SIZE": 5 * 1024 * 1024,  # bytes: larger pages are skipped
     # State across runs (sitemapcrawl.state): verdict history, lastmod history, fingerprints,
     # sitemap validators. Relative paths are under the crawl's working directory; "" = off.
     "SITEMAPCRAWL_STATE_PATH": ".scrapy/sitemapcrawl/state.sqlite",  # argument: state

@@ -18,7 +18,9 @@ class SitemapUrlItem:
     listed the URL, ``sitemap_lastmod`` the ``<lastmod>`` its parent index gave that file,
     ``segment`` the child sitemap (its path) or, for a site with one flat sitemap, the URL's
     first path component. ``depth`` is 0 for a top-level sitemap, 1 for an index's child…
-    ``found_via`` says how the top-level sitemap was found: robots, guessed or given.
+    ``found_via`` says how the top-level sitemap was found: robots, guessed or given; or
+    ``links`` for a URL no sitemap lists that the link follower reached (then ``sitemap``
+    is empty, ``segment`` is the URL's first path component and ``depth`` its link depth).
     ``flags``: relative_loc (resolved against the sitemap URL), beyond_protocol_limit
     (past the 50,000th URL of its file). ``refetch`` and ``refetch_reason`` are set on
     incremental runs (``since``) only: whether the page should be fetched again and why
@@ -58,7 +60,9 @@ class SiteReport:
     ``site_verdict``: the verdict covering most URLs and the share of URLs whose segment's
     lastmod may be used; ``sample``: the sampling budget and what was fetched; ``incremental``: on
     incremental runs, the ``since`` time and the refetch decisions by reason and segment;
-    ``state``: the SQLite state file used (path, run number), empty when state is off.
+    ``state``: the SQLite state file used (path, run number), empty when state is off;
+    ``coverage``: when links were followed, the two-way coverage between sitemaps and links
+    (docs/output.md), else empty.
     """
 
     origin: str
@@ -72,3 +76,4 @@ class SiteReport:
     sample: dict[str, Any] = field(default_factory=dict)
     incremental: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
+    coverage: dict[str, Any] = field(default_factory=dict)

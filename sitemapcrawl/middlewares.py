@@ -39,8 +39,8 @@ class SitemapLastmodMiddleware(BaseSpiderMiddleware):
         self.counts = {"present": 0, "missing": 0, "invalid": 0}
 
     def get_processed_item(self, item: Any, response: Response | None) -> Any:
-        if type(item) is not SitemapUrlItem:
-            return item
+        if type(item) is not SitemapUrlItem or item.found_via == "links":
+            return item  # URLs found only by links have no sitemap entry to judge
         record = self.site.segment(item.segment)
         record.urls += 1
         if item.news:

@@ -20,6 +20,7 @@ from dataclasses import asdict
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
 
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
@@ -27,6 +28,7 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
 from sitemapcrawl.items import SitemapUrlItem, SiteReport
+from sitemapcrawl.linkfollow import LinkFollower
 from sitemapcrawl.sitemaps.dates import format_utc, parse_feed_date, parse_lastmod
 from sitemapcrawl.verification import site_verification
 from sitemapcrawl.verify.pagedates import page_evidence
@@ -86,6 +88,8 @@ class PageSamplingPipeline:
         self.phase = "discovery"
         self._due: dict[str, bool] = {}
         self.report: SiteReport | None = None
+        self._links_setting = settings.get("SITEMAPCRAWL_LINKS")
+        self._links: LinkFollower | None = None
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -103,9 +107,25 @@ class PageSamplingPipeline:
             self._sampling = self._sampling_setting if chosen is None else bool(chosen)
         return self._sampling
 
+    @property
+    def links(self) -> LinkFollower:
+        """The crawl's link follower (the spider's ``links`` argument, else the setting)."""
+        if self._links is None:
+            mode = getattr(self.crawler.spider, "links_mode", None) or self._links_setting
+            self._links = LinkFollower(self.crawler, str(mode))
+        return self._links
+
+    @property
+    def pages_fetched(self) -> bool:
+        """Whether this crawl fetches pages anyway (samples, or ``pages=refetch``)."""
+        return self.sampling or bool(getattr(self.crawler.spider, "fetch_pages", False))
+
     def process_item(self, item: Any) -> Any:
-        if type(item) is not SitemapUrlItem:
+        if type(item) is not SitemapUrlItem or item.found_via == "links":
             return item
+        links = self.links
+        if links.mode == "full" or (links.mode == "sample" and self.pages_fetched):
+            links.note_listed(item)  # only when links will be followed: it costs memory
         state = self.site.state
         if state is not None:
             record = self.site.segment(item.segment)
@@ -152,13 +172,40 @@ class PageSamplingPipeline:
             self.phase = "sampling"
             requests = self._plan() if self.sampling else []
             state = self.site.state
-            if requests or (state is not None and state.pending):
+            following = self._start_links(spider, requests)
+            if requests or (state is not None and state.pending) or following:
                 fetching = deferred_from_coro(self._fetch_all(requests))
                 fetching.addBoth(self._sampled)
                 raise DontCloseSpider
             self._schedule_report()
         if self.phase != "done":
             raise DontCloseSpider  # sampled pages or the report are still on their way
+
+    def _start_links(self, spider: Spider, requests: list[Request]) -> bool:
+        """Start the link follower when its mode applies to this crawl; plan the samples as
+        pages it must not fetch again."""
+        links = self.links
+        stats = self.crawler.stats
+        assert stats is not None
+        if links.mode == "off" or getattr(spider, "argument_error", None):
+            return False
+        if links.mode == "sample" and not self.pages_fetched:
+            return False  # a crawl that fetches no page does not start to for links
+        if links.mode == "fallback" and stats.get_value("sitemapcrawl/sitemaps/parsed_count"):
+            return False
+        origin = getattr(spider, "origin", None) or next(
+            iter(getattr(spider, "sitemap_urls", None) or ()), None
+        )
+        policy = getattr(spider, "_policy", None)
+        if origin is None or policy is None:
+            return False
+        site = urljoin(origin, "/")
+        links.start(site, policy(site), home=True)
+        if links.mode == "fallback":
+            logger.info("No sitemap found: crawling %(site)s by its links", {"site": site})
+        for request in requests:
+            links.planned(request.url, "sample")
+        return True
 
     def _plan(self) -> list[Request]:
         records = [r for r in self.site.segments.values() if r.sampler is not None]
@@ -214,6 +261,11 @@ class PageSamplingPipeline:
                     await self._fetch(engine, request)
 
         await asyncio.gather(*(worker() for _ in range(workers)))
+        links = self.links
+        if links.active:
+            # After the samples and refetches: a link to one of them finds it fetched.
+            proxy = getattr(self.crawler.spider, "_proxy_meta", None) or {}
+            await links.crawl(engine, workers, proxy)
 
     async def _refetch(self, engine: ExecutionEngine, request: Request) -> None:
         """A page marked for refetch: fetch it and record what it is now."""
@@ -224,9 +276,14 @@ class PageSamplingPipeline:
         segment: str = request.cb_kwargs["segment"]
         reason: str = request.cb_kwargs["reason"]
         stats.inc_value(_R + "requested_count")
+        links = self.links
+        if links.active:
+            links.planned(request.url, "refetch")
         try:
             response = await engine.download_async(request)
-        except Exception:  # noqa: BLE001 - a failed refetch is counted, never fatal
+        except Exception as exc:  # noqa: BLE001 - a failed refetch is counted, never fatal
+            if links.active:
+                links.failed(request.url, exc, "refetch")
             stats.inc_value(_R + "failed_count")
             state.observe_page(
                 request.url,
@@ -241,6 +298,8 @@ class PageSamplingPipeline:
             )
             return
         stats.inc_value(_R + f"status_count/{response.status}")
+        if links.active:
+            links.observe(request.url, response, "refetch")
         fingerprint = page_modified = http_modified = etag = None
         if response.status == 200:
             evidence = page_evidence(
@@ -278,11 +337,16 @@ class PageSamplingPipeline:
     async def _fetch(self, engine: ExecutionEngine, request: Request) -> None:
         record: SegmentRecord = request.cb_kwargs["record"]
         sampled: SampledUrl = request.cb_kwargs["sampled"]
+        links = self.links
         try:
             response = await engine.download_async(request)
         except Exception as exc:  # noqa: BLE001 - every fetch failure is one counted outcome
+            if links.active:
+                links.failed(sampled.url, exc, "sample")
             self._page_failed(record, sampled, type(exc).__name__)
         else:
+            if links.active:
+                links.observe(sampled.url, response, "sample")
             self._page(response, record, sampled)
 
     def _sampled(self, result: Any) -> None:
@@ -295,6 +359,8 @@ class PageSamplingPipeline:
         method, so the request stays serialisable) yields it."""
         self.phase = "report"
         self.site.report_builder = self._final_report
+        if self.links.active:
+            self.site.link_items = self.links.link_only_items
         spider = self.crawler.spider
         callback = getattr(spider, "site_report", None)
         if callback is None:  # a spider that does not emit reports
@@ -505,7 +571,17 @@ class PageSamplingPipeline:
                 else {}
             ),
             state=state.describe() if state is not None else {},
+            coverage=self._coverage(values),
         )
+
+    def _coverage(self, values: dict[str, Any]) -> dict[str, Any]:
+        links = self.links
+        if not links.active:
+            return {}
+        tally = links.tally
+        tally.duplicates = values.get("sitemapcrawl/urls/duplicate_count", 0)
+        tally.duplicate_examples = list(getattr(self.crawler.spider, "listed_twice", []))
+        return links.summary()
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if self.report_path is None:

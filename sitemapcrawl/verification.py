@@ -92,6 +92,8 @@ class SiteVerification:
         self.started = dt.datetime.now(dt.UTC)
         #: Set by the sampling pipeline; the spider's ``site_report`` callback calls it.
         self.report_builder: Callable[[], Any] | None = None
+        #: Set by the sampling pipeline: the link-only URL items, yielded before the report.
+        self.link_items: Callable[[], list[Any]] | None = None
         #: The state file, when the spider opened one (``sitemapcrawl.state``).
         self.state: CrawlState | None = None
 

@@ -44,6 +44,9 @@ Special endpoints (``PATH`` is a file under ROOT, placeholders already substitut
 ``/_/truncate/NBYTES/PATH``                            first NBYTES only, matching length
 ``/_/endless``                                         endless chunked urlset (1 GiB cap)
 ``/_/headers/PATH?Name=Value&...``                     add/override (empty value: remove)
+``/_/calendar/YEAR/MONTH``                             an endless HTML calendar: links to the
+                                                       next and previous month and 31 day
+                                                       views (``?day=N``) of this month
 ``/_/gen/urlset?n=&prefix=&lastmod=&gzip=&part=``      generated urlset, streamed
 ``/_/gen/index?n=&child=&lastmod=&gzip=``              generated sitemap index
 ``/_/gen/text?n=&prefix=&gzip=&part=``                 generated text sitemap
@@ -532,6 +535,8 @@ class MockRequestHandler(BaseHTTPRequestHandler):
         rel = urllib.parse.unquote("/".join(parts)).lstrip("/")
         root = self.server.root
         target = (root / rel).resolve()
+        if target.is_dir() and (target / "index.html").is_file():
+            target = target / "index.html"  # a site's home page
         if not target.is_relative_to(root) or not target.is_file():
             raise HTTPError(404, f"not found: /{rel}")
         body = target.read_bytes()
@@ -742,6 +747,18 @@ class MockRequestHandler(BaseHTTPRequestHandler):
             for name, value in urllib.parse.parse_qsl(query, keep_blank_values=True)
         ]
         self._send_doc(doc, overrides=overrides, conditional=True)
+
+    def _ep_calendar(self, rest: list[str], query: str) -> None:
+        try:
+            year, month = int(rest[0]), int(rest[1])
+        except (IndexError, ValueError):
+            year, month = 2026, 1
+        after = (year + month // 12, month % 12 + 1)
+        before = (year - (month == 1), (month - 2) % 12 + 1)
+        links = [f'<a href="/_/calendar/{y}/{m}">{y}-{m}</a>' for y, m in (before, after)]
+        links += [f'<a href="/_/calendar/{year}/{month}?day={d}">{d}</a>' for d in range(1, 32)]
+        body = f"<html><body><h1>{year}-{month}</h1>{''.join(links)}</body></html>".encode()
+        self._respond(200, body, [("Content-Type", HTML_TYPE)])
 
     def _ep_gen(self, rest: list[str], query: str) -> None:
         kind = rest[0] if rest else ""

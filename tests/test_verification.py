@@ -167,11 +167,15 @@ async def test_each_archetype_gets_its_verdict(archetypes: MockServer, tmp_path:
     private = next(s for s in report["segments"] if s["segment"] == "/sitemaps/private.xml")
     assert {s["outcome"] for s in private["samples"]} == {"FETCH_FAILED:IgnoreRequest"}
     # Pages obey robots.txt: nothing under /private/ was requested; every other sampled
-    # page was fetched exactly once.
+    # page was fetched exactly once, and the home page (links=sample, the default, follows
+    # links from it and from the samples: this site has none, and no home page)
     requests = archetypes.requests()
     assert not [r for r in requests if r.startswith("/private/")]
     pages = [r for r in requests if not r.startswith(("/sitemaps/", "/robots", "/sitemap_"))]
-    assert len(pages) == len(set(pages)) == 115
+    assert len(pages) == len(set(pages)) == 116
+    assert "/" in pages
+    assert report["coverage"]["urls"]["links"] == 0
+    assert report["coverage"]["broken_links"] == 0  # the home page (404) is no link
     assert report["sample"] == {
         "enabled": True,
         "segment_budget": 30,

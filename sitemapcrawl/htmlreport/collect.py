@@ -229,6 +229,7 @@ class SiteTally:
         #: (refetch, reason) -> URLs, over the whole site (incremental runs only)
         self.refetch: Counter[tuple[bool, str]] = Counter()
         self.items = 0
+        self.link_only = 0  # items found_via=links (no sitemap entry)
         self._last_lastmod: str | None = None
         self._last_seconds: int | None = None
 
@@ -269,6 +270,9 @@ class SiteTally:
         refetch_reason: str | None,
     ) -> None:
         """Count one URL item given field by field (no dict built during a crawl)."""
+        if found_via == "links":  # no sitemap entry: counted in the report's coverage
+            self.link_only += 1
+            return
         self.items += 1
         tally = self.segments.get(segment) or self.segment(str(segment))
         tally.urls += 1

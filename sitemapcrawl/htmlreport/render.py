@@ -674,15 +674,23 @@ def _discovery(report: Mapping[str, Any], tally: SiteTally) -> Markup:
 
 
 def _coverage(report: Mapping[str, Any]) -> Markup:
-    if "coverage" not in report:
+    coverage = report.get("coverage")
+    if not coverage:
         return el(
             "p",
             "Link-following not run: how many URLs only the sitemaps list, only the links "
-            "reach, or both, is not known for this crawl.",
+            "reach, or both, is not known for this crawl (-a links=full, or sample=on).",
             class_="note",
         )
-    coverage = report.get("coverage")
-    return _generic(coverage) if coverage else el("p", "No coverage data.", class_="note")
+    urls = coverage.get("urls") or {}
+    stopped = coverage.get("stopped_by") or []
+    summary = (
+        f"{urls.get('both', 0):,} URLs in both, {urls.get('sitemap_only', 0):,} only in the "
+        f"sitemaps, {urls.get('link_only', 0):,} only reached by links "
+        f"(links: {coverage.get('mode')}, {coverage.get('pages_fetched', 0):,} pages fetched; "
+        + (f"stopped by {', '.join(map(str, stopped))})." if stopped else "complete).")
+    )
+    return join([el("p", summary), _generic(coverage)])
 
 
 def _errors(report: Mapping[str, Any]) -> Markup:

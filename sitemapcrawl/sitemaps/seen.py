@@ -19,12 +19,19 @@ from hashlib import blake2b
 __all__ = ["SeenUrls"]
 
 
+def _hash(key: str) -> int:
+    digest = blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") or 1  # 0 marks an empty slot
+
+
 class SeenUrls:
     """Remember strings by their 64-bit hash; ``add`` tells whether one is new.
 
     >>> seen = SeenUrls()
     >>> seen.add("https://a.example/"), seen.add("https://a.example/"), len(seen)
     (True, False, 1)
+    >>> "https://a.example/" in seen, "https://b.example/" in seen
+    (True, False)
     """
 
     __slots__ = ("_count", "_mask", "_table")
@@ -38,10 +45,24 @@ class SeenUrls:
     def __len__(self) -> int:
         return self._count
 
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        value = _hash(key)
+        table = self._table
+        mask = self._mask
+        index = value & mask
+        while True:
+            slot = table[index]
+            if slot == 0:
+                return False
+            if slot == value:
+                return True
+            index = (index + 1) & mask
+
     def add(self, key: str) -> bool:
         """Add ``key``; True when it was not there yet."""
-        digest = blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-        value = int.from_bytes(digest, "little") or 1  # 0 marks an empty slot
+        value = _hash(key)
         table = self._table
         mask = self._mask
         index = value & mask

@@ -26,6 +26,7 @@ from w3lib.url import canonicalize_url
 from sitemapcrawl.distributed import SharedProgress, requeue
 from sitemapcrawl.httpcompression import SITEMAP_META
 from sitemapcrawl.items import SitemapUrlItem
+from sitemapcrawl.linkfollow import LINK_MODES
 from sitemapcrawl.sitemaps import Limits, SitemapReader, SitemapRef, UrlEntry
 from sitemapcrawl.sitemaps.dates import parse_lastmod
 from sitemapcrawl.sitemaps.robots import parse_robots
@@ -62,6 +63,7 @@ _FIRST_BYTE_META = "sitemapcrawl_headers_at"  # when its headers arrived (monoto
 _FINAL_REASONS = frozenset({"finished", "max_urls", "bad_argument", "bad_state"})
 # Sitemap requests also take 304 Not Modified (conditional requests from the state file).
 _SITEMAP_STATUSES = [304, *_ERROR_STATUSES]
+_MAX_TWICE = 50  # examples of URLs listed by several sitemaps kept for the report
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +130,8 @@ class SitemapCrawlSpider(SitemapSpider):
     Arguments (``-a``): ``origin`` (the site, e.g. ``https://www.example.com``);
     ``sitemap_urls`` (comma-separated; skips discovery); ``max_sitemaps``, ``max_urls``,
     ``max_depth`` (0 = no limit); ``scope`` (host, path, robots, off); ``guess`` (off,
-    fallback, always). Each overrides the ``SITEMAPCRAWL_*`` setting of the same name.
+    fallback, always); ``links`` (off, fallback, sample, full: see ``sitemapcrawl.linkfollow``).
+    Each overrides the ``SITEMAPCRAWL_*`` setting of the same name.
     """
 
     name = "sitemap"
@@ -147,6 +150,7 @@ class SitemapCrawlSpider(SitemapSpider):
         "since",
         "state",
         "pages",
+        "links",
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -172,6 +176,8 @@ class SitemapCrawlSpider(SitemapSpider):
         self._seq = 0
         self._waiting: list[tuple[int, int, Request]] = []
         self._downloading: dict[str, Request] = {}
+        #: URLs listed again by another sitemap (the first listing was emitted): examples.
+        self.listed_twice: list[dict[str, str]] = []
         self._filter_overridden = type(self).sitemap_filter is not SitemapSpider.sitemap_filter
 
     # -- configuration -------------------------------------------------------------------
@@ -223,6 +229,11 @@ class SitemapCrawlSpider(SitemapSpider):
                 raise ValueError(
                     "argument since needs the state file: state is off "
                     "(set SITEMAPCRAWL_STATE_PATH or -a state=PATH)"
+                )
+            self.links_mode = str(raw.get("links", settings.get("SITEMAPCRAWL_LINKS"))).strip()
+            if self.links_mode not in LINK_MODES:
+                raise ValueError(
+                    f"argument links={self.links_mode!r} is not one of {', '.join(LINK_MODES)}"
                 )
             if not self.origin and not self.sitemap_urls:
                 raise ValueError(
@@ -834,6 +845,8 @@ class SitemapCrawlSpider(SitemapSpider):
                     continue
                 if dedupe and not seen.add(loc):
                     duplicates += 1
+                    if len(self.listed_twice) < _MAX_TWICE:
+                        self.listed_twice.append({"url": loc, "sitemap": sitemap_url})
                     continue
                 lastmod = entry.lastmod
                 flags = []
@@ -1022,9 +1035,13 @@ class SitemapCrawlSpider(SitemapSpider):
     # -- the site report -----------------------------------------------------------------
 
     def site_report(self, response: Response) -> Iterator[Any]:
-        """Yield the site report, the feed's last item (requested by the sampling pipeline
-        once discovery and sampling are over)."""
-        builder = site_verification(self.crawler).report_builder
+        """Yield the URLs only links reached, then the site report, the feed's last item
+        (requested by the sampling pipeline once discovery, sampling and link following
+        are over)."""
+        site = site_verification(self.crawler)
+        if site.link_items is not None:
+            yield from site.link_items()
+        builder = site.report_builder
         if builder is not None:
             yield builder()
 

@@ -216,6 +216,10 @@ def _recordable(spider: Spider) -> Spider:
                 "started": verification.started,
                 "stats": dict(stats.get_stats()),
                 "sampling": pipeline.sampling,
+                # the link follower's results as they were (its pages are fetched by the
+                # pipeline, outside any callback): the report's coverage, the link items
+                "coverage": pipeline._coverage(dict(stats.get_stats())),
+                "link_items": verification.link_items() if verification.link_items else [],
             },
         )
     return snapshot
@@ -345,6 +349,9 @@ def _prepare_replay(fixture_path: str, encoding: str = "utf-8") -> Any:
         pipeline = PageSamplingPipeline(crawler)
         pipeline._sampling = recorded["sampling"]  # as the recorded crawl decided
         verification.report_builder = pipeline.build_report
+        coverage, link_items = recorded.get("coverage", {}), recorded.get("link_items", [])
+        setattr(pipeline, "_coverage", lambda values: coverage)  # noqa: B010
+        verification.link_items = lambda: list(link_items)
     _replays.append((data, spider))
     return data, crawler, spider, settings
 

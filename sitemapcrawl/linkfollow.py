@@ -1,0 +1,343 @@
+"""The link-following safety net: follow links from the pages the crawl fetches, find the
+URLs the sitemaps miss, and record what every fetched page says about itself.
+
+``PageSamplingPipeline`` owns one ``LinkFollower`` per crawl. The pipeline's sampled and
+refetched pages are offered to it (:meth:`LinkFollower.observe`), so no page is fetched twice;
+then :meth:`LinkFollower.crawl` fetches the frontier through the engine (robots.txt obeyed,
+throttling and download slots apply), breadth first, within the depth, page and URL-space
+limits. The arithmetic is in ``sitemapcrawl.verify.coverage``.
+
+Modes (argument ``links``, setting ``SITEMAPCRAWL_LINKS``): ``off``; ``fallback`` (crawl from
+the home page when no sitemap was read at all); ``sample`` (when pages are fetched anyway,
+``sample=on`` or ``pages=refetch``: follow their links and the home page's, to
+``SITEMAPCRAWL_LINKS_SAMPLE_DEPTH``); ``full`` (crawl from the home page, to
+``SITEMAPCRAWL_LINKS_MAX_DEPTH``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
+
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse
+from scrapy.linkextractors import LinkExtractor
+from w3lib.url import canonicalize_url
+
+from sitemapcrawl.items import SitemapUrlItem
+from sitemapcrawl.sitemaps.scope import ScopePolicy, private_address
+from sitemapcrawl.sitemaps.seen import SeenUrls
+from sitemapcrawl.verify.coverage import (
+    CoverageTally,
+    PageRecord,
+    UrlSpaceGuard,
+    coverage_summary,
+    noindex_in,
+    section_of,
+)
+
+if TYPE_CHECKING:
+    from scrapy.core.engine import ExecutionEngine
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["LINK_MODES", "LinkFollower"]
+
+LINK_MODES = ("off", "fallback", "sample", "full")
+LINK_META = "sitemapcrawl_link"  # the link depth of a page request made by the follower
+_P = "sitemapcrawl/links/"
+
+
+def _key(url: str) -> str:
+    return canonicalize_url(url)
+
+
+def _page_flags(record: PageRecord) -> list[str]:
+    """What makes a page found by links not indexable (why a sitemap may rightly omit it)."""
+    flags = []
+    if record.noindex is not None:
+        flags.append("noindex")
+    if record.canonical_elsewhere:
+        flags.append("canonical_elsewhere")
+    return flags
+
+
+class LinkFollower:
+    """Follow links within the site's scope and budget; keep a record of every page.
+
+    Settings: ``SITEMAPCRAWL_LINKS``, ``SITEMAPCRAWL_LINKS_MAX_DEPTH``,
+    ``SITEMAPCRAWL_LINKS_MAX_PAGES``, ``SITEMAPCRAWL_LINKS_SAMPLE_DEPTH``,
+    ``SITEMAPCRAWL_LINKS_SAMPLE_PAGES``, ``SITEMAPCRAWL_LINKS_MAX_QUERY_VARIANTS``,
+    ``SITEMAPCRAWL_LINKS_NOFOLLOW``, ``SITEMAPCRAWL_LINKS_MAX_PAGE_SIZE``. Meta written on
+    its page requests: ``sitemapcrawl_link`` (the depth). Stats: ``sitemapcrawl/links/...``
+    (docs/stats.md).
+    """
+
+    def __init__(self, crawler: Crawler, mode: str) -> None:
+        settings = crawler.settings
+        self.crawler = crawler
+        self.mode = mode
+        sample = mode == "sample"
+        self.max_depth = settings.getint(
+            "SITEMAPCRAWL_LINKS_SAMPLE_DEPTH" if sample else "SITEMAPCRAWL_LINKS_MAX_DEPTH"
+        )
+        self.max_pages = settings.getint(
+            "SITEMAPCRAWL_LINKS_SAMPLE_PAGES" if sample else "SITEMAPCRAWL_LINKS_MAX_PAGES"
+        )
+        self.nofollow = settings.getbool("SITEMAPCRAWL_LINKS_NOFOLLOW")
+        self.max_page_size = settings.getint("SITEMAPCRAWL_LINKS_MAX_PAGE_SIZE")
+        self.guard = UrlSpaceGuard(settings.getint("SITEMAPCRAWL_LINKS_MAX_QUERY_VARIANTS"))
+        self.extractor = LinkExtractor(canonicalize=True, unique=True)
+        self.site = ""
+        self.policy: ScopePolicy | None = None
+        #: Every URL a sitemap listed (canonical form), fed by the pipeline.
+        self.listed = SeenUrls()
+        self.tally = CoverageTally("")
+        self.records: dict[str, PageRecord] = {}
+        self.limits: dict[str, int] = {}
+        self.broken_links = 0
+        self.fetched = 0
+        self.active = False
+        self._frontier: deque[PageRecord] = deque()
+        self._discovered = SeenUrls()
+        self._in_flight = 0
+        self._wake = asyncio.Event()
+
+    @property
+    def stats(self) -> StatsCollector:
+        stats = self.crawler.stats
+        assert stats is not None
+        return stats
+
+    # -- the sitemap side ---------------------------------------------------------------
+
+    def note_listed(self, item: SitemapUrlItem) -> None:
+        """A URL item from the sitemaps (each URL once)."""
+        self.listed.add(_key(item.url))
+        self.tally.add(item.url)
+
+    def is_listed(self, url: str) -> bool:
+        return _key(url) in self.listed
+
+    # -- planning -----------------------------------------------------------------------
+
+    def start(self, site: str, policy: ScopePolicy, *, home: bool) -> None:
+        """Ready to follow links on ``site``; seed its home page when ``home``."""
+        self.active = True
+        self.site = site
+        self.policy = policy
+        self.tally.site = site
+        if home:
+            self._discover(site, depth=0, linked=True)
+
+    def planned(self, url: str, via: str) -> None:
+        """A page the pipeline will fetch itself (a sample or a refetch): never ours to fetch."""
+        key = _key(url)
+        self._discovered.add(key)
+        if key not in self.records:
+            self.records[key] = PageRecord(url, 0, False, self.is_listed(url), via=via)
+
+    def _limit(self, name: str, count: int = 1) -> None:
+        self.limits[name] = self.limits.get(name, 0) + count
+        self.stats.inc_value(_P + f"limit_count/{name}", count)
+
+    def _discover(self, url: str, *, depth: int, linked: bool) -> None:
+        """A link (or a redirect's target) to ``url`` found at ``depth``."""
+        key = _key(url)
+        record = self.records.get(key)
+        if record is not None:
+            if linked and not record.linked:
+                record.linked = True
+                if record.location is not None:  # its redirect target is reached too
+                    self._discover(record.location, depth=depth + 1, linked=True)
+            return
+        if not self._discovered.add(key):
+            return  # refused before, counted then
+        assert self.policy is not None
+        if self.policy.reason(url, self.site, True) is not None:
+            self.stats.inc_value(_P + "out_of_scope_count")
+            return
+        if private_address(url, self.site):
+            self.stats.inc_value(_P + "private_address_count")
+            return
+        refused = self.guard.admit(url)
+        if refused is not None:
+            self._limit(refused)
+            return
+        if depth > self.max_depth:
+            self._limit("max_depth")
+            return
+        self.stats.inc_value(_P + "discovered_count")
+        record = PageRecord(url, depth, linked, self.is_listed(url))
+        self.records[key] = record
+        self._frontier.append(record)
+        self._wake.set()
+
+    # -- pages --------------------------------------------------------------------------
+
+    def observe(self, url: str, response: Response, via: str) -> None:
+        """What a fetched page says: status, redirect target, canonical, noindex; its links
+        join the frontier (one click deeper)."""
+        key = _key(url)
+        record = self.records.get(key)
+        if record is None:
+            record = self.records[key] = PageRecord(url, 0, False, self.is_listed(url), via=via)
+        record.fetched = True
+        record.status = response.status
+        record.content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
+        self.stats.inc_value(_P + f"status_count/{response.status}")
+        if 300 <= response.status < 400:
+            location = response.headers.get(b"Location")
+            if location:
+                record.location = urljoin(response.url, location.decode("latin-1"))
+                self._discover(record.location, depth=record.depth + 1, linked=record.linked)
+            return
+        if record.linked and record.depth and response.status >= 400:  # not the home page
+            self.broken_links += 1
+        if not 200 <= response.status < 300:
+            return
+        header = b", ".join(response.headers.getlist(b"X-Robots-Tag")).decode("latin-1")
+        if header and noindex_in(header):
+            record.noindex = "header"
+        if not isinstance(response, HtmlResponse):
+            self.stats.inc_value(_P + "not_html_count")
+            return
+        meta = " ".join(
+            response.xpath("//meta[translate(@name,'ROBTS','robts')='robots']/@content").getall()
+        )
+        if record.noindex is None and noindex_in(meta):
+            record.noindex = "meta"
+        canonical = response.xpath(
+            "//link[contains(concat(' ',translate(@rel,'CANOIL','canoil'),' '),"
+            "' canonical ')]/@href"
+        ).get()
+        if canonical and canonical.strip():
+            record.canonical = urljoin(response.url, canonical.strip())
+        if self.nofollow and "nofollow" in meta.lower():
+            self.stats.inc_value(_P + "nofollow_pages_count")
+            return
+        for link in self.extractor.extract_links(response):
+            if self.nofollow and link.nofollow:
+                self.stats.inc_value(_P + "nofollow_count")
+                continue
+            self._discover(link.url, depth=record.depth + 1, linked=True)
+
+    def failed(self, url: str, exc: BaseException, via: str) -> None:
+        """A fetch that gave no response: robots.txt refused it, the size cap, an error."""
+        key = _key(url)
+        record = self.records.get(key)
+        if record is None:
+            record = self.records[key] = PageRecord(url, 0, False, self.is_listed(url), via=via)
+        if isinstance(exc, IgnoreRequest):
+            record.error = "robots"
+            self.stats.inc_value(_P + "robots_count")
+        elif type(exc).__name__ in ("DownloadCancelledError", "CancelledError"):
+            record.error = "page_size"
+            self._limit("page_size")
+        else:
+            record.error = type(exc).__name__
+            self.stats.inc_value(_P + f"failed_count/{record.error}")
+
+    # -- the crawl ----------------------------------------------------------------------
+
+    async def crawl(self, engine: ExecutionEngine, workers: int, proxy: dict[str, Any]) -> None:
+        """Fetch the frontier, breadth first, until it is empty or the page budget is spent."""
+
+        async def worker() -> None:
+            while True:
+                if self._frontier:
+                    record = self._frontier.popleft()
+                    if record.fetched or record.error is not None:
+                        continue  # a refetch or a sample got it meanwhile: fetched once
+                    if self.max_pages and self.fetched >= self.max_pages:
+                        self._limit("max_pages", 1 + len(self._frontier))
+                        self._frontier.clear()
+                        continue
+                    self.fetched += 1
+                    self._in_flight += 1
+                    try:
+                        await self._fetch(engine, record, proxy)
+                    finally:
+                        self._in_flight -= 1
+                        self._wake.set()
+                elif self._in_flight == 0:
+                    return
+                else:
+                    self._wake.clear()
+                    await self._wake.wait()
+
+        await asyncio.gather(*(worker() for _ in range(max(1, workers))))
+        if self.limits:
+            logger.warning(
+                "Link following stopped by %(limits)s (URLs not fetched: %(counts)s)",
+                {"limits": ", ".join(sorted(self.limits)), "counts": self.limits},
+            )
+
+    async def _fetch(
+        self, engine: ExecutionEngine, record: PageRecord, proxy: dict[str, Any]
+    ) -> None:
+        request = Request(
+            record.url,
+            meta={
+                LINK_META: record.depth,
+                "handle_httpstatus_all": True,
+                "download_maxsize": self.max_page_size,
+                "download_warnsize": 0,
+                **proxy,
+            },
+            dont_filter=True,
+            priority=-30,
+        )
+        self.stats.inc_value(_P + "requested_count")
+        try:
+            response = await engine.download_async(request)
+        except Exception as exc:  # noqa: BLE001 - every failure is one counted outcome
+            self.failed(record.url, exc, "links")
+            return
+        try:
+            self.observe(record.url, response, "links")
+        except Exception as exc:  # noqa: BLE001 - one unreadable page must not end the crawl
+            record.error = type(exc).__name__
+            self.stats.inc_value(_P + f"failed_count/{record.error}")
+            logger.warning(
+                "%(url)s: page not readable for links (%(error)s)",
+                {"url": record.url, "error": exc},
+            )
+
+    # -- results ------------------------------------------------------------------------
+
+    def link_only_items(self) -> list[SitemapUrlItem]:
+        """The URLs links reached that no sitemap lists, as items (each once)."""
+        items = [
+            SitemapUrlItem(
+                record.url,
+                segment=section_of(record.url),
+                depth=record.depth,
+                found_via="links",
+                flags=_page_flags(record),
+            )
+            for record in self.records.values()
+            if record.reachable and not record.in_sitemap
+        ]
+        self.stats.set_value(_P + "emitted_count", len(items))
+        return items
+
+    def summary(self) -> dict[str, Any]:
+        """The report's ``coverage`` section."""
+        return coverage_summary(
+            self.tally,
+            list(self.records.values()),
+            mode=self.mode,
+            limits=self.limits,
+            broken_links=self.broken_links,
+            max_depth=self.max_depth,
+            max_pages=self.max_pages,
+            pages_fetched=self.fetched,
+        )
