@@ -238,8 +238,9 @@ def render_page(site: Site, page: Page, origin: str, t: float, request_no: int =
         '<html lang="en"><head>',
         *head,
         "</head><body>",
-        '<header class="site-header"><nav><a href="/">Home</a> '
-        + " ".join(f'<a href="/{s.name}/">{s.name}</a>' for s in arch.segments)
+        # Only pages the sitemaps list are linked: a link-following crawler finds no 404s.
+        '<header class="site-header"><nav>'
+        + " | ".join(s.name.capitalize() for s in arch.segments)
         + "</nav></header>",
         "<main>",
         *body,

@@ -59,6 +59,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="run the spider of this checkout (default: this repository)",
     )
     parser.add_argument(
+        "--spider-arg",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an extra spider argument (-a), e.g. links=off; repeatable",
+    )
+    parser.add_argument(
         "--no-snapshot",
         action="store_true",
         help="run the spider from the checkout itself, not from a copy taken at the start",
@@ -115,8 +122,30 @@ def bench_site(name: str, args: argparse.Namespace, workdir: Path) -> dict[str, 
     with SimServer(site) as server:
         for day in range(args.days):
             record = run_day(
-                site, server, day, site_dir, timeout=args.timeout, repo=args.spider_repo
+                site,
+                server,
+                day,
+                site_dir,
+                timeout=args.timeout,
+                repo=args.spider_repo,
+                extra=args.spider_arg,
             )
+            if record.returncode < 0 and "timed out" not in (record.error or ""):
+                # Killed by a signal from outside (another process's cleanup on a shared
+                # machine): forget its requests and run the day once more.
+                log(f"{name} day {day}: killed ({record.returncode}); running it again")
+                server.drop_run(day)
+                killed = record.returncode
+                record = run_day(
+                    site,
+                    server,
+                    day,
+                    site_dir,
+                    timeout=args.timeout,
+                    repo=args.spider_repo,
+                    extra=args.spider_arg,
+                )
+                record.killed.append(killed)
             records.append(record)
             log(
                 f"{name} day {day}: exit {record.returncode}, {record.wall_s:.1f} s, "
@@ -128,6 +157,7 @@ def bench_site(name: str, args: argparse.Namespace, workdir: Path) -> dict[str, 
                 break
     result["runs"] = [r.summary() for r in records]
     result["failed_runs"] = [r.day for r in records if r.error]
+    result["killed_runs"] = [r.day for r in records if r.killed]
     result["incremental"] = any(r.incremental for r in records)
     verdicts = {}
     for spec in site.archetype.segments:
@@ -230,6 +260,16 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             + ".",
             "",
         ]
+    killed = [r for r in results if r.get("killed_runs")]
+    if killed:
+        out += [
+            "Runs killed by a signal from outside and run again: "
+            + "; ".join(
+                f"{r['archetype']} runs {[d + 1 for d in r['killed_runs']]}" for r in killed
+            )
+            + ".",
+            "",
+        ]
     if meta["spider"]:
         out += ["## Verdicts per segment", ""]
         rows = []
@@ -322,6 +362,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                     num(s["delay_mean_h"]),
                     pct(s["poisson_stale_at_equal_fetches"]),
                     _sitemap_304(r),
+                    _other_gets(r),
                 ]
             )
         out += table(
@@ -337,6 +378,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 "delay h",
                 "Poisson-only stale at equal GETs",
                 "sitemap 304s / requests",
+                "other GETs/run",
             ],
             rows,
         )
@@ -359,6 +401,12 @@ def _sitemap_304(result: dict[str, Any]) -> str:
     asked = sum(r["requests"].get(w, 0) for r in runs for w in ("index", "sitemap"))
     same = sum(r.get("not_modified", {}).get(w, 0) for r in runs for w in ("index", "sitemap"))
     return f"{same} / {asked}"
+
+
+def _other_gets(result: dict[str, Any]) -> str:
+    """Requests per run (runs 2..N) for paths that are no page, sitemap or robots.txt."""
+    runs = result.get("runs", [])[1:]
+    return num(sum(r["requests"].get("other", 0) for r in runs) / len(runs)) if runs else "n/a"
 
 
 TRUSTED_TRUTHS = frozenset({"TRUSTED"})

@@ -111,6 +111,14 @@ class SimServer:
                 self.run = run
             self._cache.clear()
 
+    def drop_run(self, run: int) -> int:
+        """Forget the requests of ``run`` (a crawl that was killed and is run again)."""
+        with self._lock:
+            kept = [h for h in self.hits if h.run != run]
+            dropped = len(self.hits) - len(kept)
+            self.hits = kept
+        return dropped
+
     def hits_of(self, run: int) -> list[Hit]:
         with self._lock:
             return [h for h in self.hits if h.run == run]

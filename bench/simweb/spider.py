@@ -32,6 +32,8 @@ import numpy as np
 from .model import run_time
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .model import Site
     from .server import SimServer
 
@@ -58,6 +60,8 @@ class RunRecord:
     conditional: int = 0
     not_modified: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    #: Exit statuses of earlier attempts killed by a signal from outside (see run.py).
+    killed: list[int] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -77,10 +81,15 @@ class RunRecord:
             "conditional": self.conditional,
             "not_modified": self.not_modified,
             "error": self.error,
+            "killed": self.killed,
         }
 
 
-def command(origin: str, feed: Path, log: Path, state: Path) -> list[str]:
+def command(
+    origin: str, feed: Path, log: Path, state: Path, extra: Sequence[str] = ()
+) -> list[str]:
+    """The spider's command line; ``extra`` are more ``name=value`` spider arguments."""
+    more = [part for arg in extra for part in ("-a", arg)]
     return [
         sys.executable,
         "-m",
@@ -95,6 +104,7 @@ def command(origin: str, feed: Path, log: Path, state: Path) -> list[str]:
         "since=last",
         "-a",
         "pages=refetch",
+        *more,
         "-s",
         f"SITEMAPCRAWL_STATE_PATH={state}",
         "-O",
@@ -120,13 +130,14 @@ def run_day(
     *,
     timeout: float = 600.0,
     repo: Path = REPO,
+    extra: Sequence[str] = (),
 ) -> RunRecord:
     """Set the clock to run ``day`` and crawl the site once with the spider of ``repo``."""
     server.set_clock(run_time(day), day)
     run_dir = workdir / f"day-{day:02d}"
     run_dir.mkdir(parents=True, exist_ok=True)
     feed, log = run_dir / "feed.jsonl", run_dir / "spider.log"
-    cmd = command(server.origin, feed, log, workdir / "state.sqlite")
+    cmd = command(server.origin, feed, log, workdir / "state.sqlite", extra)
     started = time.monotonic()
     try:
         with (run_dir / "stdout.txt").open("wb") as out:
