@@ -38,6 +38,7 @@ from sitemapcrawl.verify.coverage import (
     coverage_summary,
     noindex_in,
     section_of,
+    segment_coverage,
 )
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ class LinkFollower:
         self.policy: ScopePolicy | None = None
         #: Every URL a sitemap listed (canonical form), fed by the pipeline.
         self.listed = SeenUrls()
+        self._by_segment: dict[str, SeenUrls] = {}  # the same URLs, per segment
         self.tally = CoverageTally("")
         self.records: dict[str, PageRecord] = {}
         self.limits: dict[str, int] = {}
@@ -120,8 +122,23 @@ class LinkFollower:
 
     def note_listed(self, item: SitemapUrlItem) -> None:
         """A URL item from the sitemaps (each URL once)."""
-        self.listed.add(_key(item.url))
+        key = _key(item.url)
+        self.listed.add(key)
         self.tally.add(item.url)
+        table = self._by_segment.get(item.segment)
+        if table is None:
+            table = self._by_segment[item.segment] = SeenUrls(capacity=16)
+        table.add(key)
+
+    def segment_of(self, url: str) -> str | None:
+        """The segment that listed ``url`` (looked up for the few pages fetched only)."""
+        key = _key(url)
+        return next((name for name, seen in self._by_segment.items() if key in seen), None)
+
+    def segments(self) -> dict[str, dict[str, Any]]:
+        """Per sitemap segment: URLs reached by links too, and findings."""
+        listed = {name: len(seen) for name, seen in self._by_segment.items()}
+        return segment_coverage(list(self.records.values()), listed, self.segment_of)
 
     def is_listed(self, url: str) -> bool:
         return _key(url) in self.listed

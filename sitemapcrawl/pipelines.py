@@ -476,6 +476,7 @@ class PageSamplingPipeline:
         state = self.site.state
         verdicts: Counter[str] = Counter()
         urls_by_verdict: Counter[str] = Counter()
+        by_segment = self._segment_coverage()
         for record in sorted(self.site.segments.values(), key=lambda r: r.name):
             t_ref = record.t_ref or self.site.started
             l0 = record.accumulator.result(
@@ -508,6 +509,11 @@ class PageSamplingPipeline:
                     "l0": l0.as_dict(),
                     "outcomes": dict(Counter(o.split(":")[0] for o in outcomes)),
                     "samples": sorted(record.samples, key=lambda s: s["url"]),
+                    **(
+                        {"coverage": by_segment.get(record.name, {})}
+                        if by_segment is not None
+                        else {}
+                    ),
                 }
             )
         total = sum(urls_by_verdict.values())
@@ -573,6 +579,11 @@ class PageSamplingPipeline:
             state=state.describe() if state is not None else {},
             coverage=self._coverage(values),
         )
+
+    def _segment_coverage(self) -> dict[str, dict[str, Any]] | None:
+        """Per segment coverage when links were followed, else None."""
+        links = self.links
+        return links.segments() if links.active else None
 
     def _coverage(self, values: dict[str, Any]) -> dict[str, Any]:
         links = self.links

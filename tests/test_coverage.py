@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -131,3 +136,15 @@ def test_shares_add_up(rows: list[tuple[bool, bool, int]]) -> None:
     if urls["sitemap"] + urls["link_only"]:
         total = urls["both_share"] + urls["sitemap_only_share"] + urls["link_only_share"]
         assert abs(total - 1) < 0.001
+
+
+def test_never_imports_scrapy_or_twisted() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        import sitemapcrawl.verify.coverage
+        bad = sorted(m for m in sys.modules if m.split(".")[0] in ("scrapy", "twisted"))
+        assert not bad, bad
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1], check=True)

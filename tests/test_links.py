@@ -171,6 +171,33 @@ async def test_full_finds_what_the_sitemap_omits_and_fetches_each_page_once(
     assert coverage["complete"] is True
     assert coverage["stopped_by"] == []
     assert coverage["broken_links"] == 1
+    # per segment (here, a flat sitemap: the first path component)
+    assert {s["segment"]: s["coverage"] for s in report["segments"]} == {
+        "/": {
+            "sitemap": 5,
+            "both": 1,
+            "sitemap_only": 4,
+            "reached_share": 0.2,
+            "checked": 5,
+            "findings": {"not_found": 1, "noindex": 1, "canonical_elsewhere": 1},
+        },
+        "/_/": {
+            "sitemap": 2,
+            "both": 0,
+            "sitemap_only": 2,
+            "reached_share": 0.0,
+            "checked": 2,
+            "findings": {"redirected": 1, "noindex": 1},
+        },
+        "/blog/": {
+            "sitemap": 2,
+            "both": 2,
+            "sitemap_only": 0,
+            "reached_share": 1.0,
+            "checked": 2,
+            "findings": {},
+        },
+    }
     assert coverage["listed_twice"]["count"] == 1  # which file came second depends on timing
     assert [e["url"] for e in coverage["listed_twice"]["examples"]] == [base + "/blog/1.html"]
     assert coverage["host_variants"] == {"main": base, "others": {}}
@@ -375,3 +402,37 @@ async def test_bad_links_argument_stops_before_any_request(site: MockServer) -> 
     assert crawler.stats is not None
     assert crawler.stats.get_value("finish_reason") == "bad_argument"
     assert paths(site) == Counter()
+
+
+@deferred_f_from_coro_f
+async def test_refetched_pages_are_shared_with_the_link_follower(
+    site: MockServer, tmp_path: Path
+) -> None:
+    """pages=refetch and links=full on one run: a page both want is fetched once."""
+    state = str(tmp_path / "state.sqlite")
+    await crawl_with_report(origin=site.base, state=state)  # no page fetched: no history
+    site.reset_requests()
+    items, report, crawler = await crawl_with_report(
+        # every listed page is due (no_history): the home page and the posts are wanted by
+        # both the refetch and the link follower
+        origin=site.base,
+        links="full",
+        since="last",
+        pages="refetch",
+        state=state,
+    )
+    stats = our_stats(crawler)
+    refetched = stats["sitemapcrawl/refetch/requested_count"]
+    assert refetched == 9
+    assert report is not None
+    assert report["coverage"]["urls"]["link_only"] == 4
+    assert [i["found_via"] for i in items].count("links") == 4
+    requested = paths(site)
+    pages = {p: n for p, n in requested.items() if p not in ("/robots.txt", "/sitemap.xml")}
+    pages.pop("/more.xml", None)
+    assert set(pages.values()) == {1}, pages  # each page once, whoever asked
+    # the link follower fetched only what no refetch had: the shop, /missing.html, and
+    # /private/p.html, which robots.txt refused before any request
+    assert stats["sitemapcrawl/links/requested_count"] == 6
+    assert stats["sitemapcrawl/links/robots_count"] == 1
+    assert len(pages) == 9 + 5

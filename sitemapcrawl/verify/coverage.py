@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from sitemapcrawl.verify.scoring import wilson
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
 
 __all__ = [
     "FINDINGS",
@@ -26,6 +29,7 @@ __all__ = [
     "coverage_summary",
     "noindex_in",
     "section_of",
+    "segment_coverage",
     "share",
 ]
 
@@ -323,3 +327,50 @@ def coverage_summary(
             "others": {h: n for h, n in sorted(tally.hosts.items()) if h != main_host},
         },
     }
+
+
+def segment_coverage(
+    records: list[PageRecord],
+    listed: Mapping[str, int],
+    segment_of: Callable[[str], str | None],
+) -> dict[str, dict[str, Any]]:
+    """Per sitemap segment: its URLs reached by links too (``both``), the others
+    (``sitemap_only``), the share reached, and its findings by kind.
+
+    ``listed``: URLs per segment; ``segment_of``: the segment that listed a URL (None when
+    no sitemap did). Link-only URLs belong to no segment: see the report's ``sections``.
+
+    >>> recs = [PageRecord("https://a.example/p/1", 1, True, True, status=200, fetched=True),
+    ...         PageRecord("https://a.example/p/2", 0, False, True, status=404, fetched=True)]
+    >>> seg = segment_coverage(recs, {"/s.xml": 3}, lambda url: "/s.xml")["/s.xml"]
+    >>> seg["both"], seg["sitemap_only"], seg["reached_share"], seg["findings"]
+    (1, 2, 0.3333, {'not_found': 1})
+    """
+    both: Counter[str] = Counter()
+    checked: Counter[str] = Counter()
+    findings: dict[str, Counter[str]] = {}
+    for record in records:
+        if not record.in_sitemap:
+            continue
+        segment = segment_of(record.url)
+        if segment is None:
+            continue
+        if record.reachable:
+            both[segment] += 1
+        if record.fetched or record.error:
+            checked[segment] += 1
+            found = record.finding()
+            if found is not None:
+                findings.setdefault(segment, Counter())[found[0]] += 1
+    result = {}
+    for segment, count in listed.items():
+        kinds = findings.get(segment, Counter())
+        result[segment] = {
+            "sitemap": count,
+            "both": both[segment],
+            "sitemap_only": count - both[segment],
+            "reached_share": share(both[segment], count),
+            "checked": checked[segment],
+            "findings": {k: kinds[k] for k in FINDINGS if kinds[k]},
+        }
+    return result
