@@ -799,15 +799,19 @@ def scaling_bench(
         if ok:
             fig, ax1 = plt.subplots(figsize=(6, 4))
             xs = [d["urls_expected"] for d in ok]
-            ax1.plot(xs, [d["urls_per_s"] for d in ok], "o-", label="URLs/s")
+            ax1.plot(xs, [d["urls_per_s"] for d in ok], "o-", label="URLs per wall second")
+            ax1.plot(xs, [d["urls_per_cpu_s"] for d in ok], "^-", label="URLs per CPU second")
+            ax1.legend(loc="lower left", fontsize="small")
             ax1.set_xscale("log")
             ax1.set_xlabel("site URLs")
-            ax1.set_ylabel("URLs/s")
+            ax1.set_ylabel("throughput (URLs/s)")
+            ax1.set_ylim(bottom=0)
             ax2 = ax1.twinx()
             ax2.plot(
                 xs, [d["peak_rss_mb"] for d in ok], "s--", color="tab:red", label="peak RSS MB"
             )
-            ax2.set_ylabel("peak RSS MB")
+            ax2.set_ylabel("peak RSS MB (dashed)")
+            ax2.set_ylim(bottom=0)
             fig.tight_layout()
             png = csv_path[:-4] + ".png"
             fig.savefig(png, dpi=100)
