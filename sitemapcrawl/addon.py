@@ -78,6 +78,7 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_LINKS_MAX_QUERY_VARIANTS": 20,  # distinct query strings per path
     "SITEMAPCRAWL_LINKS_NOFOLLOW": True,  # respect rel=nofollow and meta robots nofollow
     "SITEMAPCRAWL_LINKS_MAX_PAGE_SIZE": 5 * 1024 * 1024,  # bytes: larger pages are skipped
+    "SITEMAPCRAWL_LINKS_CHECK_UNREACHED": True,  # full: fetch listed URLs links missed
     # State across runs (sitemapcrawl.state): verdict history, lastmod history, fingerprints,
     # sitemap validators. Relative paths are under the crawl's working directory; "" = off.
     "SITEMAPCRAWL_STATE_PATH": ".scrapy/sitemapcrawl/state.sqlite",  # argument: state

@@ -93,6 +93,12 @@ class LinkFollower:
             "SITEMAPCRAWL_LINKS_SAMPLE_PAGES" if sample else "SITEMAPCRAWL_LINKS_MAX_PAGES"
         )
         self.nofollow = settings.getbool("SITEMAPCRAWL_LINKS_NOFOLLOW")
+        #: full: fetch the listed URLs links did not reach, within what is left of the budget
+        self.check_unreached = mode == "full" and settings.getbool(
+            "SITEMAPCRAWL_LINKS_CHECK_UNREACHED"
+        )
+        self._listed_urls: list[str] = []
+        self.unchecked = 0
         self.max_page_size = settings.getint("SITEMAPCRAWL_LINKS_MAX_PAGE_SIZE")
         self.guard = UrlSpaceGuard(settings.getint("SITEMAPCRAWL_LINKS_MAX_QUERY_VARIANTS"))
         self.extractor = LinkExtractor(canonicalize=True, unique=True)
@@ -125,6 +131,11 @@ class LinkFollower:
         key = _key(item.url)
         self.listed.add(key)
         self.tally.add(item.url)
+        if self.check_unreached:
+            if self.max_pages and len(self._listed_urls) >= self.max_pages:
+                self.unchecked += 1  # more than the whole budget: never checked
+            else:
+                self._listed_urls.append(item.url)
         table = self._by_segment.get(item.segment)
         if table is None:
             table = self._by_segment[item.segment] = SeenUrls(capacity=16)
@@ -191,6 +202,10 @@ class LinkFollower:
         if depth > self.max_depth:
             self._limit("max_depth")
             return
+        if self.max_pages and self.fetched + len(self._frontier) >= self.max_pages:
+            # the budget is spoken for: keep no record (memory stays O(max_pages))
+            self._limit("max_pages")
+            return
         self.stats.inc_value(_P + "discovered_count")
         record = PageRecord(url, depth, linked, self.is_listed(url))
         self.records[key] = record
@@ -210,11 +225,13 @@ class LinkFollower:
         record.status = response.status
         record.content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
         self.stats.inc_value(_P + f"status_count/{response.status}")
+        checking = record.via == "check"  # a listed URL links did not reach: no links
         if 300 <= response.status < 400:
             location = response.headers.get(b"Location")
             if location:
                 record.location = urljoin(response.url, location.decode("latin-1"))
-                self._discover(record.location, depth=record.depth + 1, linked=record.linked)
+                if not checking:
+                    self._discover(record.location, depth=record.depth + 1, linked=record.linked)
             return
         if record.linked and record.depth and response.status >= 400:  # not the home page
             self.broken_links += 1
@@ -237,6 +254,8 @@ class LinkFollower:
         ).get()
         if canonical and canonical.strip():
             record.canonical = urljoin(response.url, canonical.strip())
+        if checking:
+            return
         if self.nofollow and "nofollow" in meta.lower():
             self.stats.inc_value(_P + "nofollow_pages_count")
             return
@@ -291,11 +310,32 @@ class LinkFollower:
                     await self._wake.wait()
 
         await asyncio.gather(*(worker() for _ in range(max(1, workers))))
+        if self.check_unreached:
+            self._plan_checks()
+            await asyncio.gather(*(worker() for _ in range(max(1, workers))))
         if self.limits:
             logger.warning(
                 "Link following stopped by %(limits)s (URLs not fetched: %(counts)s)",
                 {"limits": ", ".join(sorted(self.limits)), "counts": self.limits},
             )
+
+    def _plan_checks(self) -> None:
+        """The listed URLs no link reached (orphans, or dead): fetch them with what is left
+        of the page budget, to tell live orphans from dead entries."""
+        left = self.max_pages - self.fetched if self.max_pages else len(self._listed_urls)
+        for url in self._listed_urls:
+            key = _key(url)
+            if key in self.records:
+                continue
+            if left <= 0:
+                self.unchecked += 1
+                continue
+            left -= 1
+            record = self.records[key] = PageRecord(url, 0, False, True, via="check")
+            self._frontier.append(record)
+        self._listed_urls = []
+        if self.unchecked:
+            self.stats.inc_value(_P + "unchecked_count", self.unchecked)
 
     async def _fetch(
         self, engine: ExecutionEngine, record: PageRecord, proxy: dict[str, Any]
@@ -357,4 +397,5 @@ class LinkFollower:
             max_depth=self.max_depth,
             max_pages=self.max_pages,
             pages_fetched=self.fetched,
+            unchecked=self.unchecked if self.check_unreached else None,
         )

@@ -436,3 +436,49 @@ async def test_refetched_pages_are_shared_with_the_link_follower(
     assert stats["sitemapcrawl/links/requested_count"] == 6
     assert stats["sitemapcrawl/links/robots_count"] == 1
     assert len(pages) == 9 + 5
+
+
+@deferred_f_from_coro_f
+async def test_full_checks_the_listed_urls_links_did_not_reach(site: MockServer) -> None:
+    """Without samples, links=full fetches the sitemap-only URLs after the link crawl: live
+    orphans are told from dead entries, and the findings are the same as with samples."""
+    site.reset_requests()
+    base = site.base
+    items, report, crawler = await crawl_with_report(origin=base, links="full")
+    assert [i["found_via"] for i in items].count("links") == 4
+    assert report is not None
+    coverage = report["coverage"]
+    # /orphan.html, /noindex.html, the X-Robots-Tag page and /canon.html answer 200;
+    # /gone.html is dead and the redirect is a redirect
+    assert coverage["sitemap_only_checked"] == {"fetched": 6, "alive": 4, "unchecked": 0}
+    assert coverage["findings"]["counts"] == {
+        "not_found": 1,
+        "redirected": 1,
+        "noindex": 2,
+        "canonical_elsewhere": 1,
+    }
+    assert coverage["findings"]["checked"] == 9
+    # 9 by links (the home page and /private/p.html, refused by robots.txt, included),
+    # then the 6 checks
+    assert coverage["pages_fetched"] == 9 + 6
+    stats = our_stats(crawler)
+    assert stats["sitemapcrawl/links/requested_count"] == 15
+    assert "sitemapcrawl/sample/requested_count" not in stats
+    assert set(paths(site).values()) == {1, 2}  # robots.txt twice, every page once
+    assert paths(site)["/robots.txt"] == 2
+
+
+@deferred_f_from_coro_f
+async def test_full_checks_within_what_is_left_of_the_budget(site: MockServer) -> None:
+    _, report, crawler = await crawl_with_report(
+        settings={"SITEMAPCRAWL_LINKS_MAX_PAGES": 12}, origin=site.base, links="full"
+    )
+    assert report is not None
+    coverage = report["coverage"]
+    assert coverage["pages_fetched"] == 12
+    assert coverage["sitemap_only_checked"] == {
+        "fetched": 3,
+        "alive": coverage["sitemap_only_checked"]["alive"],
+        "unchecked": 3,
+    }
+    assert our_stats(crawler)["sitemapcrawl/links/unchecked_count"] == 3

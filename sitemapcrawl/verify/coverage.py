@@ -228,12 +228,15 @@ def coverage_summary(
     max_depth: int,
     max_pages: int,
     pages_fetched: int,
+    unchecked: int | None = None,
 ) -> dict[str, Any]:
     """The report's ``coverage`` section.
 
     ``records``: every URL fetched or reached (see :class:`PageRecord`); ``limits``: URLs
     not fetched, by the limit that stopped them (``max_pages``, ``max_depth``,
-    ``query_variants``, ``repeated_path``; ``page_size`` for pages too large to read).
+    ``query_variants``, ``repeated_path``; ``page_size`` for pages too large to read);
+    ``unchecked``: with ``links=full``, the listed URLs links did not reach that were not
+    fetched either (the budget ran out); None when they are not checked.
 
     >>> tally = CoverageTally("https://a.example/")
     >>> for u in ("https://a.example/a", "https://a.example/b"):
@@ -295,7 +298,7 @@ def coverage_summary(
             f"not linked from the home page within {max_depth} clicks, nor from a page "
             "fetched on the way (samples included): orphans"
         )
-    return {
+    summary: dict[str, Any] = {
         "mode": mode,
         "max_depth": max_depth,
         "max_pages": max_pages,
@@ -327,6 +330,14 @@ def coverage_summary(
             "others": {h: n for h, n in sorted(tally.hosts.items()) if h != main_host},
         },
     }
+    unreached = [r for r in records if r.via == "check"]
+    if unreached or unchecked is not None:
+        summary["sitemap_only_checked"] = {
+            "fetched": len(unreached),
+            "alive": sum(r.status is not None and 200 <= r.status < 300 for r in unreached),
+            "unchecked": unchecked or 0,
+        }
+    return summary
 
 
 def segment_coverage(
