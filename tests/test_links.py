@@ -482,3 +482,17 @@ async def test_full_checks_within_what_is_left_of_the_budget(site: MockServer) -
         "unchecked": 3,
     }
     assert our_stats(crawler)["sitemapcrawl/links/unchecked_count"] == 3
+
+
+@deferred_f_from_coro_f
+async def test_links_without_verification_warn_and_fetch_no_page(
+    site: MockServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    site.reset_requests()
+    items, report, _ = await crawl_with_report(
+        settings={"SITEMAPCRAWL_VERIFY_ENABLED": False}, origin=site.base, links="full"
+    )
+    assert len(items) == 9
+    assert report is None
+    assert "links=full needs SITEMAPCRAWL_VERIFY_ENABLED" in caplog.text
+    assert set(paths(site)) == {"/robots.txt", "/sitemap.xml", "/more.xml"}

@@ -242,6 +242,14 @@ class SitemapCrawlSpider(SitemapSpider):
         except ValueError as exc:
             self.argument_error = str(exc)
             return
+        if self.links_mode in ("fallback", "full") and not settings.getbool(
+            "SITEMAPCRAWL_VERIFY_ENABLED"
+        ):
+            logger.warning(
+                "links=%(mode)s needs SITEMAPCRAWL_VERIFY_ENABLED (its pipeline follows the "
+                "links): no link will be followed",
+                {"mode": self.links_mode},
+            )
         self.guess_paths = settings.getlist("SITEMAPCRAWL_GUESS_PATHS")
         self.distributed = bool(settings.get("SITEMAPCRAWL_REDIS_URL"))
         # Workers sharing a Redis queue must not hold sitemaps back: the queue is the gate.
