@@ -62,7 +62,8 @@ class SiteReport:
     incremental runs, the ``since`` time and the refetch decisions by reason and segment;
     ``state``: the SQLite state file used (path, run number), empty when state is off;
     ``coverage``: when links were followed, the two-way coverage between sitemaps and links
-    (docs/output.md), else empty.
+    (docs/output.md), else empty; ``faults``: each distinct fault logged during the crawl
+    (``code``, ``url``, ``message``), the first 1,000.
     """
 
     origin: str
@@ -77,3 +78,4 @@ class SiteReport:
     incremental: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
     coverage: dict[str, Any] = field(default_factory=dict)
+    faults: list[dict[str, str]] = field(default_factory=list)

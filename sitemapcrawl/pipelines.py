@@ -548,6 +548,7 @@ class PageSamplingPipeline:
                 for k, v in values.items()
                 if k.startswith("sitemapcrawl/errors/")
             },
+            faults=list(getattr(spider, "faults", [])),
             segments=segments,
             site_verdict={
                 "verdict": urls_by_verdict.most_common(1)[0][0] if urls_by_verdict else None,

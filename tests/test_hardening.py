@@ -722,7 +722,7 @@ def _(c: Ctx) -> Case:
             "sitemapcrawl/entries/over_url_limit_count": 1,
             "sitemapcrawl/urls/found_count": 3,
         },
-        [(c.base + path, "too_many_urls"), ("None", "max_sitemaps")],
+        [(c.base + path, "too_many_urls"), (c.base + "/", "max_sitemaps")],
         args={"max_sitemaps": "4"},
     )
 
@@ -1182,7 +1182,7 @@ def _(c: Ctx) -> Case:
             robots_stats(200, 301, limits__max_sitemaps_count=296),
             parsed(5, found=5),
         ),
-        [("None", "max_sitemaps")],
+        [(c.base + "/", "max_sitemaps")],
         args={"guess": "off", "max_sitemaps": "5"},
     )
 
@@ -1441,6 +1441,7 @@ class Outcome:
     log: str
     rss_kib: int
     returncode: int
+    report: dict[str, Any] | None = None
 
 
 BASE_SETTINGS: dict[str, Any] = {
@@ -1505,9 +1506,10 @@ def run_crawl(name: str, spec: Case, workdir: Path) -> Outcome:
     returncode, rss_kib = json.loads(stdout)
     records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     items = [r for r in records if "url" in r]  # URL items (a site report may follow them)
+    reports = [r for r in records if "segments" in r and "faults" in r]
     stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
     log = log_file.read_text("utf-8", "replace")
-    return Outcome(items, stats, log, rss_kib, returncode)
+    return Outcome(items, stats, log, rss_kib, returncode, reports[-1] if reports else None)
 
 
 #: The stat areas of discovery and parsing (docs/stats.md); others (lastmod verification,
@@ -1623,6 +1625,16 @@ def test_catalogue_case_is_handled(name: str, catalogue: dict[str, Any]) -> None
     assert ours == spec.stats
     logged = faults_logged(result.log)
     assert sorted(logged) == sorted(spec.logged)
+    # … and listed in the site report (a crawl closed early has no report), with its URL.
+    if spec.finish_reason == "finished":
+        assert result.report is not None
+        listed = [(f["url"], f["message"]) for f in result.report["faults"]]
+        assert sorted(listed) == sorted(_WARNING.findall(result.log))
+        assert result.report["errors"] == {
+            k.removeprefix("sitemapcrawl/errors/"): v
+            for k, v in result.stats.items()
+            if k.startswith("sitemapcrawl/errors/")
+        }
     # Never requested: canaries, external DTDs, other services.
     requested = catalogue["requests"]
     for path in spec.never:

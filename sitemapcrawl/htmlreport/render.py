@@ -710,6 +710,20 @@ def _errors(report: Mapping[str, Any]) -> Markup:
         )
     if limits:
         parts.extend([el("h4", "Limits hit"), _kv_table(limits.items())])
+    faults = report.get("faults") or []
+    if faults:
+        head = el("tr", el("th", "fault"), el("th", "URL"), el("th", "what happened"))
+        rows = [
+            el(
+                "tr",
+                el("td", str(f.get("code", ""))),
+                el("td", _link(f.get("url", ""))),
+                el("td", str(f.get("message", ""))),
+            )
+            for f in faults
+            if isinstance(f, dict)
+        ]
+        parts.extend([el("h4", "Each fault, where"), el("table", head, *rows)])
     if not parts:
         parts.append(el("p", "No fault met and no limit hit.", class_="note"))
     return join(parts)

@@ -60,6 +60,7 @@ _STOPPED_META = "sitemapcrawl_stopped"  # why we stopped its download: too_large
 _EXPECTED_META = "sitemapcrawl_expected"  # its announced length (0: unknown)
 _FIRST_BYTE_META = "sitemapcrawl_headers_at"  # when its headers arrived (monotonic)
 # Reasons after which nothing is left to read: no state is kept for a next run.
+_MAX_FAULTS_LISTED = 1000  # the site report lists the first ones; the stats count them all
 _FINAL_REASONS = frozenset({"finished", "max_urls", "bad_argument", "bad_state"})
 # Sitemap requests also take 304 Not Modified (conditional requests from the state file).
 _SITEMAP_STATUSES = [304, *_ERROR_STATUSES]
@@ -171,6 +172,8 @@ class SitemapCrawlSpider(SitemapSpider):
         self._urls_emitted = 0
         self._sitemaps_scheduled = 0
         self._logged: set[tuple[str, str]] = set()
+        #: Each distinct fault logged (code, URL, message), for the site report.
+        self.faults: list[dict[str, str]] = []
         self._closing = False
         self._in_flight = 0
         self._seq = 0
@@ -689,7 +692,11 @@ class SitemapCrawlSpider(SitemapSpider):
         if (code, url) in self._logged:
             return
         self._logged.add((code, url))
-        logger.warning("%(url)s: %(message)s", {"url": url or self.origin, "message": message})
+        # A crawl-wide fault (a limit) is told against the site.
+        where = url or self.origin or urljoin((self.sitemap_urls or ["/"])[0], "/")
+        logger.warning("%(url)s: %(message)s", {"url": where, "message": message})
+        if len(self.faults) < _MAX_FAULTS_LISTED:
+            self.faults.append({"code": code, "url": where, "message": message})
 
     # -- sitemap responses ---------------------------------------------------------------
 
