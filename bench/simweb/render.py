@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .model import _WORDS, KINDS, day_string, iso
+from .model import _WORDS, KINDS, T0, day_string, iso
 
 if TYPE_CHECKING:
     from .model import Page, Site
@@ -115,6 +115,12 @@ def _paragraphs(site: Site, page: Page, version: int) -> list[str]:
     return out
 
 
+def _linkable(site: Site) -> list[Page]:
+    """Pages other pages link to: those published before the simulation starts, so that a
+    link never points at a page that does not exist yet (a 404 no real site would have)."""
+    return [p for p in site.pages if p.published < T0]
+
+
 def page_dates(site: Site, page: Page, t: float) -> tuple[str, str]:
     """(datePublished, dateModified) as the page writes them."""
     offset = site.archetype.local_offset_hours
@@ -193,9 +199,10 @@ def render_page(site: Site, page: Page, origin: str, t: float, request_no: int =
         )
     links_rng = _rng(site, page, "links", counts["links"])
     body.append('<ul class="further-reading">')
-    for other in links_rng.sample(range(len(site.pages)), 3):
-        target = site.pages[other]
-        body.append(f'<li><a href="{target.path}">{escape(target.title)}</a></li>')
+    body.extend(
+        f'<li><a href="{target.path}">{escape(target.title)}</a></li>'
+        for target in links_rng.sample(_linkable(site), 3)
+    )
     body.append("</ul>")
     noise = random.Random(f"{site.seed}:{page.index}:{t}:{request_no}") if arch.noisy else None
     if noise is not None:
@@ -215,12 +222,10 @@ def render_page(site: Site, page: Page, origin: str, t: float, request_no: int =
 
     aside = ['<aside class="sidebar"><h2>Popular now</h2><ul>']
     if noise is not None:
-        picks = noise.sample(range(len(site.pages)), 5)
+        picks = noise.sample(_linkable(site), 5)
     else:
-        picks = _rng(site, page, "popular", template).sample(range(len(site.pages)), 5)
-    for other in picks:
-        target = site.pages[other]
-        aside.append(f'<li><a href="{target.path}">{escape(target.title)}</a></li>')
+        picks = _rng(site, page, "popular", template).sample(_linkable(site), 5)
+    aside.extend(f'<li><a href="{t.path}">{escape(t.title)}</a></li>' for t in picks)
     aside.append("</ul></aside>")
     extra = []
     if noise is not None:
