@@ -225,7 +225,7 @@ def render_page(site: Site, page: Page, origin: str, t: float, request_no: int =
         picks = noise.sample(_linkable(site), 5)
     else:
         picks = _rng(site, page, "popular", template).sample(_linkable(site), 5)
-    aside.extend(f'<li><a href="{t.path}">{escape(t.title)}</a></li>' for t in picks)
+    aside.extend(f'<li><a href="{x.path}">{escape(x.title)}</a></li>' for x in picks)
     aside.append("</ul></aside>")
     extra = []
     if noise is not None:
