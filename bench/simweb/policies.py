@@ -14,7 +14,7 @@ live version of every page.
   bound is after the last fetch" (design §5d ΔL: date-only values work);
 * ``poisson_only(θ)``: fetch when ``1 - exp(-λ̂ Δt) ≥ θ`` (or after
   :data:`MAX_AGE_DAYS`), λ̂ the irregular-interval incomplete-observation MLE
-  (design §2.2, Kolobov et al. 2019 Eq. 10) with one pseudo changed and one
+  (design §2.2, Kolobov et al. 2019 Eq. 10; θ from 0.05 to 0.95) with one pseudo changed and one
   pseudo unchanged interval of half a day, bounded to [0.0005, 7] per day and
   solved by bisection for all pages at once;
 * ``oracle``: exactly the pages whose live version differs from the captured
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 MAX_AGE_DAYS = 30.0
 LAMBDA_MIN, LAMBDA_MAX = 0.0005, 7.0
 PSEUDO = 0.5  # days
-THETAS = (0.05, 0.1, 0.3, 0.5, 0.8)
+THETAS = (0.05, 0.1, 0.3, 0.5, 0.8, 0.9, 0.95)
 #: The θ values shown in the report tables (the others only draw the frontier).
 TABLE_THETAS = (0.1, 0.3, 0.5)
 

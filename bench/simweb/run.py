@@ -449,9 +449,31 @@ def targets(results: list[dict[str, Any]], summary: dict[str, Any]) -> list[str]
 
 
 def rerender(path: Path) -> int:
-    """Rewrite ``<run>.md`` from ``<run>.json`` (after a change to the report's layout)."""
+    """Rewrite ``<run>.md`` from ``<run>.json`` (after a change to the report's layout).
+
+    The baselines are replayed again (they are deterministic and take seconds), so a new
+    baseline or θ shows up; the spider's scores are kept as they were measured.
+    """
     saved = json.loads(path.read_text(encoding="utf-8"))
-    report = markdown(saved["results"], saved["meta"])
+    meta = saved["meta"]
+    for result in saved["results"]:
+        if result.get("error"):
+            continue
+        site = Site(result["archetype"], meta["seed"], meta["pages"])
+        tl = site.timeline([run_time(d) for d in range(meta["days"])])
+        scores = {
+            policy: metrics.score_fetches(site, tl, f)
+            for policy, f in policies.baselines(tl).items()
+        }
+        if "spider" in result["policies"]:
+            scores["spider"] = result["policies"]["spider"]
+        metrics.relative(scores)
+        if "spider" in scores:
+            scores["spider"]["poisson_stale_at_equal_fetches"] = metrics.frontier_stale(
+                scores, scores["spider"]["fetches_per_run"]
+            )
+        result["policies"] = scores
+    report = markdown(saved["results"], meta)
     path.with_suffix(".md").write_text(report, encoding="utf-8")
     print(report)
     return 0

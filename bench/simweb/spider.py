@@ -76,6 +76,7 @@ class RunRecord:
             "verdict_reasons": self.verdict_reasons,
             "report_incremental": self.report_incremental,
             "page_gets": len(self.page_gets),
+            "fetched_pages": sorted(set(self.page_gets)),
             "statuses": self.statuses,
             "requests": self.requests,
             "conditional": self.conditional,
