@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -66,9 +68,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="an extra spider argument (-a), e.g. links=off; repeatable",
     )
     parser.add_argument(
-        "--no-snapshot",
-        action="store_true",
-        help="run the spider from the checkout itself, not from a copy taken at the start",
+        "--snapshot",
+        choices=("head", "tree", "none"),
+        default="head",
+        help="run the spider from a copy of its committed code (head, the default), of the "
+        "working tree as it is at the start (tree), or from the checkout itself (none)",
     )
     parser.add_argument(
         "--render", metavar="JSON", help="only rewrite the Markdown report of a saved run"
@@ -252,8 +256,9 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     broken = [r for r in results if r.get("failed_runs")]
     if broken:
         out += [
-            "Spider runs that failed or wrote no SiteReport (their verdict is `None`, and "
-            "their fetches count as they happened): "
+            "Spider runs with an error (a non-zero exit, no SiteReport or no segments in it, "
+            "or ERROR lines in its log; a run without a report has the verdict `None`, and "
+            "fetches count as they happened): "
             + "; ".join(
                 f"{r['archetype']} runs {[d + 1 for d in r['failed_runs']]}" for r in broken
             )
@@ -488,10 +493,10 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     load_before = [round(x, 2) for x in os.getloadavg()]
     started = time.monotonic()
-    commit = _commit(args.spider_repo)
-    if not args.no_spider and not args.no_snapshot:
+    commit = _commit(args.spider_repo, args.snapshot)
+    if not args.no_spider and args.snapshot != "none":
         # One benchmark = one version of the spider, even while someone edits the tree.
-        args.spider_repo = snapshot(args.spider_repo, workdir / "spider")
+        args.spider_repo = snapshot(args.spider_repo, workdir / "spider", args.snapshot)
     log(
         f"{len(args.names)} archetypes x {args.days} days, {args.pages} pages, seed {args.seed}; "
         f"output {workdir}"
@@ -529,8 +534,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def snapshot(repo: Path, dest: Path) -> Path:
-    """Copy the spider's code (``sitemapcrawl/`` and ``scrapy.cfg``) of ``repo`` to ``dest``."""
+def snapshot(repo: Path, dest: Path, what: str) -> Path:
+    """Copy the spider's code (``sitemapcrawl/`` and ``scrapy.cfg``) of ``repo`` to ``dest``:
+    as committed at HEAD (``head``) or as it is in the working tree (``tree``)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if what == "head":
+        archive = subprocess.run(
+            ["git", "-C", str(repo), "archive", "HEAD", "sitemapcrawl", "scrapy.cfg"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(dest, filter="data")
+        return dest
     shutil.copytree(
         repo / "sitemapcrawl",
         dest / "sitemapcrawl",
@@ -540,8 +556,8 @@ def snapshot(repo: Path, dest: Path) -> Path:
     return dest
 
 
-def _commit(repo: Path) -> str:
-    """HEAD, and whether the spider's code in the working tree differs from it."""
+def _commit(repo: Path, what: str = "none") -> str:
+    """HEAD, and whether the spider's code that runs differs from it."""
     try:
         head = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
@@ -557,7 +573,9 @@ def _commit(repo: Path) -> str:
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return f"unknown (not a git checkout: {repo})"
-    return f"{head} + uncommitted changes in sitemapcrawl/" if dirty else head
+    if what == "head" or not dirty:
+        return head
+    return f"{head} + uncommitted changes in sitemapcrawl/"
 
 
 def _jsonable(value: Any) -> Any:

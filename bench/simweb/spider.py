@@ -60,6 +60,7 @@ class RunRecord:
     conditional: int = 0
     not_modified: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    log_errors: int = 0
     #: Exit statuses of earlier attempts killed by a signal from outside (see run.py).
     killed: list[int] = field(default_factory=list)
 
@@ -83,6 +84,7 @@ class RunRecord:
             "not_modified": self.not_modified,
             "error": self.error,
             "killed": self.killed,
+            "log_errors": self.log_errors,
         }
 
 
@@ -151,6 +153,9 @@ def run_day(
         returncode, error = -1, f"timed out after {timeout:.0f} s"
     record = RunRecord(day, returncode, time.monotonic() - started, error=error)
     _read_feed(site, server, feed, record)
+    record.log_errors = _log_errors(log)
+    if record.log_errors and record.error is None:
+        record.error = f"{record.log_errors} ERROR lines in the spider's log"
     hits = server.hits_of(day)
     record.statuses = dict(Counter(str(h.status) for h in hits))
     record.requests = dict(Counter(h.what for h in hits))
@@ -158,6 +163,13 @@ def run_day(
     record.not_modified = dict(Counter(h.what for h in hits if h.status == 304))
     record.page_gets = [h.page for h in hits if h.what == "page" and h.status in (200, 304)]
     return record
+
+
+def _log_errors(log: Path) -> int:
+    if not log.is_file():
+        return 0
+    with log.open(encoding="utf-8", errors="replace") as handle:
+        return sum(1 for line in handle if "] ERROR: " in line)
 
 
 def _read_feed(site: Site, server: SimServer, feed: Path, record: RunRecord) -> None:
@@ -188,6 +200,8 @@ def _read_feed(site: Site, server: SimServer, feed: Path, record: RunRecord) -> 
     if report is None:
         record.error = record.error or "no SiteReport in the feed"
         return
+    if not report.get("segments"):
+        record.error = record.error or "the SiteReport has no segments"
     for segment in report.get("segments", []):
         record.verdicts[segment.get("segment", "?")] = segment.get("verdict")
         record.verdict_reasons[segment.get("segment", "?")] = segment.get("reason")
