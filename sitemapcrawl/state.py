@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import logging
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sitemapcrawl.items import SitemapUrlItem
 from sitemapcrawl.sitemaps.dates import format_utc, parse_feed_date, parse_lastmod
 from sitemapcrawl.verify.crossrun import CrossRun, Observation, combine
 from sitemapcrawl.verify.schedule import Decision, Policy, audit_draw, decide, delta_l
@@ -30,6 +28,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
 
+    from sitemapcrawl.items import SitemapUrlItem
     from sitemapcrawl.verify.store import UrlState
 
 logger = logging.getLogger(__name__)
@@ -127,9 +126,6 @@ class CrawlState:
             "reason TEXT)"
         )
         self.pending = 0
-        #: Sitemaps whose entries a later run could replay (they carry validators, or their
-        #: index gave them a lastmod); set by the spider before their entries.
-        self.replayable: set[str] = set()
         self._now_for: dt.datetime | None = None
         self._now_text = ""
         self._unchanged: dict[str, int] | None = None
@@ -234,8 +230,7 @@ class CrawlState:
                 "now": self._now_text,
                 # A run without ``since`` hands every URL over: the max-age clock restarts.
                 "refetch": decision.refetch if decision is not None else True,
-                # Kept only where a later run can replay it (a 304, or a skipped child).
-                "item": _compact(item) if item.sitemap in self.replayable else None,
+                "item": None,  # a 304 parses the stored sitemap body again instead
             }
         )
         if len(self._rows) >= _FLUSH_EVERY:
@@ -464,6 +459,7 @@ class CrawlState:
         etag = response.headers.get(b"ETag")
         modified = response.headers.get(b"Last-Modified")
         keep = prev if prev is not None else None
+        encoding = b", ".join(response.headers.getlist(b"Content-Encoding")).decode("latin-1")
         self.store.save_sitemap(
             self.origin,
             self.run_id,
@@ -479,6 +475,8 @@ class CrawlState:
                 keep.lastmod_miss if keep is not None else 0,
             ),
         )
+        if complete:
+            self.store.save_body(self.origin, url, body, encoding)
 
     def save_children(self, index_url: str, children: list[tuple[str, str | None]]) -> None:
         self.store.save_children(self.origin, index_url, children)
@@ -486,13 +484,9 @@ class CrawlState:
     def known_sitemap(self, url: str) -> SitemapState | None:
         return self.store.sitemap(self.origin, url)
 
-    def replay(self, url: str) -> Iterator[dict[str, Any]]:
-        """The items ``url`` listed when last read (for a 304 or a skipped child)."""
-        self.flush()
-        items = list(self.store.items_of_sitemap(self.origin, url))
-        self.store.touch_sitemap(self.origin, url, self.run_id)
-        self.replayed_sitemaps += 1
-        yield from items
+    def stored_body(self, url: str) -> tuple[bytes, str] | None:
+        """The body of ``url`` as last downloaded completely, and its Content-Encoding."""
+        return self.store.body(self.origin, url)
 
     def stored_children(self, index_url: str) -> list[tuple[str, str | None]]:
         return self.store.children(self.origin, index_url)
@@ -521,17 +515,3 @@ class CrawlState:
             )
         finally:
             self.store.close()
-
-
-_DEFAULTS = SitemapUrlItem("")
-_STORED = tuple(n for n in SitemapUrlItem.__slots__ if n not in ("refetch", "refetch_reason"))
-
-
-def _compact(item: SitemapUrlItem) -> str:
-    """The item as compact JSON, defaults left out (replayed on a 304)."""
-    data: dict[str, Any] = {"url": item.url}
-    for name in _STORED:
-        value = getattr(item, name)
-        if value != getattr(_DEFAULTS, name):
-            data[name] = value
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))

@@ -19,6 +19,7 @@ from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider, StopDownload
+from scrapy.http import Headers, Response
 from scrapy.spiders import SitemapSpider
 from scrapy.utils.request import request_from_dict
 from w3lib.url import canonicalize_url
@@ -28,7 +29,6 @@ from sitemapcrawl.httpcompression import SITEMAP_META
 from sitemapcrawl.items import SitemapUrlItem
 from sitemapcrawl.linkfollow import LINK_MODES
 from sitemapcrawl.sitemaps import Limits, SitemapReader, SitemapRef, UrlEntry
-from sitemapcrawl.sitemaps.dates import parse_lastmod
 from sitemapcrawl.sitemaps.robots import parse_robots
 from sitemapcrawl.sitemaps.scope import SCOPE_MODES, ScopePolicy, private_address
 from sitemapcrawl.sitemaps.seen import SeenUrls
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 
     from scrapy.crawler import Crawler
-    from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
     from twisted.python.failure import Failure
 
@@ -117,6 +116,11 @@ def _file_segment(url: str, site: str) -> str:
     if parts.netloc.lower() != urlsplit(site).netloc.lower():
         return url
     return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def _dated(headers: Headers) -> Headers:
+    """A response's clock headers only (``Date``, ``Age``), for a body read from the state."""
+    return Headers({k: v for k, v in headers.items() if k.lower() in (b"date", b"age")})
 
 
 def _child_time(child: SitemapRef) -> dt.datetime:
@@ -797,12 +801,6 @@ class SitemapCrawlSpider(SitemapSpider):
             return
         if task.probe:
             self.stats.inc_value(_P + "guess/found_count")
-        if self.crawl_state is not None and (
-            task.parent_lastmod
-            or b"ETag" in response.headers
-            or b"Last-Modified" in response.headers
-        ):
-            self.crawl_state.replayable.add(response.url)
         self.stats.inc_value(_P + "sitemaps/parsed_count")
         self.stats.inc_value(_P + f"sitemaps/parsed_count/{kind}")
         if reader.decoder.layers:
@@ -971,7 +969,7 @@ class SitemapCrawlSpider(SitemapSpider):
                 parent=task.url,
             )
             if trusted_index and self._unchanged_child(child_task):
-                yield from self._replay(child_task)
+                yield from self._skip_child(child_task)
                 continue
             if request := self._sitemap_request(child_task, priority=-rank - task.depth * 1000):
                 yield request
@@ -979,26 +977,15 @@ class SitemapCrawlSpider(SitemapSpider):
     # -- the state file: 304s and unchanged children -------------------------------------
 
     def _not_modified(self, response: Response, task: SitemapTask) -> Iterator[Any]:
-        """A conditional request answered 304: replay what the file listed last time."""
+        """A conditional request answered 304: parse the body stored when the file was last
+        read completely, as if it had been downloaded again."""
         state = self.crawl_state
-        known = state.known_sitemap(task.url) if state is not None else None
-        if state is None or known is None:
+        stored = state.stored_body(task.url) if state is not None else None
+        if state is None or stored is None:
             self._failed(task, "http_304", "answered 304 Not Modified without a stored copy")
             return
         self.stats.inc_value(_P + "state/not_modified_count")
-        self.stats.inc_value(_P + "sitemaps/parsed_count")
-        self.stats.inc_value(_P + "sitemaps/parsed_count/not_modified")
-        if known.kind != "sitemapindex":
-            yield from self._replay(task)
-            return
-        children = [
-            SitemapRef(loc, parse_lastmod(raw) if raw is not None else None)
-            for loc, raw in state.stored_children(task.url)
-        ]
-        state.store.touch_sitemap(state.origin, task.url, state.run_id)
-        if children:
-            self.stats.inc_value(_P + "children/listed_count", len(children))
-            yield from self._child_requests(children, task, task.url)
+        yield from self._replay(response, task, stored)
 
     def _unchanged_child(self, task: SitemapTask) -> bool:
         """The index's ``<lastmod>`` for this child is what it was when the child was last
@@ -1009,43 +996,49 @@ class SitemapCrawlSpider(SitemapSpider):
         return (
             known is not None
             and known.body_hash is not None
-            and known.kind != "sitemapindex"
             and task.parent_lastmod is not None
             and known.index_lastmod == task.parent_lastmod
             and canonicalize_url(task.url) not in self._visited
         )
 
-    def _replay(self, task: SitemapTask) -> Iterator[Any]:
-        """Emit the items a file listed when last read, as if it had been read again."""
+    def _skip_child(self, task: SitemapTask) -> Iterator[Any]:
+        """A child whose index lastmod did not move: its stored body, without a request."""
         state = self.crawl_state
         assert state is not None
-        if task.parent is not None and task.url != task.parent:
-            self._visited.add(canonicalize_url(task.url))
-            self.stats.inc_value(_P + "state/skipped_children_count")
-        seen = self._seen_urls
-        emitted = duplicates = 0
-        for data in state.replay(task.url):
-            if self.max_urls and self._urls_emitted + emitted >= self.max_urls:
-                self._closing = True
-                break
-            if self.deduplicate and not seen.add(data["url"]):
-                duplicates += 1
-                continue
-            data.update(
-                sitemap_lastmod=task.parent_lastmod, depth=task.depth, found_via=task.found_via
-            )
-            state.replayable.add(data.get("sitemap", ""))
-            yield SitemapUrlItem(**data)
-            emitted += 1
-        self._urls_emitted += emitted
-        self.stats.inc_value(_P + "urls/found_count", emitted)
-        self.stats.inc_value(_P + "state/replayed_urls_count", emitted)
-        if duplicates:
-            self.stats.inc_value(_P + "urls/duplicate_count", duplicates)
-        if self._closing:
-            self.stats.set_value(_P + "limits/max_urls_count", 1)
-            self._log_once("max_urls", "", f"max_urls={self.max_urls} reached; closing")
-            raise CloseSpider("max_urls")
+        stored = state.stored_body(task.url)
+        if stored is None:
+            return
+        self._visited.add(canonicalize_url(task.url))
+        self.stats.inc_value(_P + "state/skipped_children_count")
+        self.stats.inc_value(_P + "sitemaps/requested_count")
+        stand_in = Response(task.url, status=200)  # the index's response gives the clock
+        try:
+            yield from self._replay(stand_in, task, stored)
+        finally:
+            self.stats.inc_value(_P + "sitemaps/done_count")
+
+    def _replay(
+        self, response: Response, task: SitemapTask, stored: tuple[bytes, str]
+    ) -> Iterator[Any]:
+        """Read ``stored`` (body, Content-Encoding) in place of ``response``'s body, keeping
+        its clock (``Date``) and the file's known validators."""
+        state = self.crawl_state
+        assert state is not None
+        body, encoding = stored
+        known = state.known_sitemap(task.url)
+        headers = _dated(response.headers)
+        if known is not None and known.etag:
+            headers[b"ETag"] = known.etag.encode("latin-1")
+        if known is not None and known.last_modified:
+            headers[b"Last-Modified"] = known.last_modified.encode("latin-1")
+        if encoding:
+            headers[b"Content-Encoding"] = encoding.encode("latin-1")
+        replayed = Response(response.url, status=200, headers=headers, body=body)
+        before = self._urls_emitted
+        try:
+            yield from self._read(replayed, task)
+        finally:
+            self.stats.inc_value(_P + "state/replayed_urls_count", self._urls_emitted - before)
 
     # -- the site report -----------------------------------------------------------------
 

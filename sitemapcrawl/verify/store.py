@@ -7,15 +7,15 @@ What a next run needs, per origin (the site the crawl was started on):
 * ``urls``: per URL its segment and sitemap, the lastmod seen on the last run, when the
   lastmod last changed, when it was last marked for refetch, and what our own fetches saw
   (fingerprint, the page's ``dateModified``, ``Last-Modified``, ``ETag``) plus the recent
-  fetch intervals that feed the per-URL change-rate estimate; the item itself (JSON) so a
-  sitemap answered with ``304 Not Modified`` can be replayed;
+  fetch intervals that feed the per-URL change-rate estimate;
 * ``lastmod_history``: each URL's lastmod values, one row per change;
 * ``fetches``: every page this project fetched (sample, audit, refetch), with the reason;
 * ``segments``: per segment the current verdict, since when, and the decayed cross-run
   counts (L2: lastmod changed vs content changed); ``verdicts``: the verdict of every run;
 * ``sitemaps``/``sitemap_children``: each sitemap file's validators (``ETag``,
-  ``Last-Modified``), body hash, the children an index listed with their ``<lastmod>``, and
-  how often an index's ``<lastmod>`` agreed with its children's content.
+  ``Last-Modified``), its body as downloaded (parsed again when a later request answers
+  ``304 Not Modified``) and its hash, the children an index listed with their ``<lastmod>``,
+  and how often an index's ``<lastmod>`` agreed with its children's content.
 
 The file carries SQLite's ``application_id`` (``SMCP``) and ``user_version`` (the schema
 version). A file that is not SQLite, another application's database or a schema from a
@@ -144,6 +144,8 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE urls ADD COLUMN fetched_lastmod_raw TEXT;
     ALTER TABLE urls ADD COLUMN lastmod_changed_run INTEGER;
     ALTER TABLE runs ADD COLUMN report TEXT;
+    ALTER TABLE sitemaps ADD COLUMN body BLOB;
+    ALTER TABLE sitemaps ADD COLUMN content_encoding TEXT;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -490,15 +492,6 @@ class StateStore:
             )
         ]
 
-    def items_of_sitemap(self, origin: str, sitemap: str) -> Iterator[dict[str, Any]]:
-        """The stored items a sitemap listed on the run that last read it (304 replay)."""
-        for (item,) in self.db.execute(
-            "SELECT item FROM urls WHERE origin = ? AND sitemap = ? AND item IS NOT NULL "
-            "AND last_run = (SELECT run_id FROM sitemaps WHERE origin = ? AND url = ?)",
-            (origin, sitemap, origin, sitemap),
-        ):
-            yield json.loads(item)
-
     def segment_rate(self, origin: str, segment: str) -> tuple[int, float]:
         """Changes observed and observation time (seconds) over the segment's URLs: the
         pooled prior of the per-URL change-rate estimate."""
@@ -608,24 +601,20 @@ class StateStore:
             ),
         )
 
-    def touch_sitemap(self, origin: str, url: str, run_id: int) -> None:
-        """A sitemap replayed from state (304, or skipped by a trusted index lastmod)."""
-        db = self.db
-        db.execute("BEGIN")
-        try:
-            db.execute(
-                "UPDATE urls SET last_run = ? WHERE origin = ? AND sitemap = ? "
-                "AND last_run = (SELECT run_id FROM sitemaps WHERE origin = ? AND url = ?)",
-                (run_id, origin, url, origin, url),
-            )
-            db.execute(
-                "UPDATE sitemaps SET run_id = ? WHERE origin = ? AND url = ?",
-                (run_id, origin, url),
-            )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+    def save_body(self, origin: str, url: str, body: bytes, content_encoding: str) -> None:
+        """The sitemap as downloaded (still compressed), to be parsed again after a 304."""
+        self.db.execute(
+            "UPDATE sitemaps SET body = ?, content_encoding = ? WHERE origin = ? AND url = ?",
+            (body, content_encoding, origin, url),
+        )
+
+    def body(self, origin: str, url: str) -> tuple[bytes, str] | None:
+        row = self.db.execute(
+            "SELECT body, content_encoding FROM sitemaps WHERE origin = ? AND url = ? "
+            "AND body IS NOT NULL",
+            (origin, url),
+        ).fetchone()
+        return (bytes(row[0]), row[1] or "") if row is not None else None
 
     def children(self, origin: str, index_url: str) -> list[tuple[str, str | None]]:
         return [
