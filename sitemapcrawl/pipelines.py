@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.spiders import Spider
 
+    from sitemapcrawl.sitemaps.dates import LastMod
     from sitemapcrawl.verification import SegmentRecord
     from sitemapcrawl.verify.sampling import SampledUrl
 
@@ -407,9 +408,13 @@ class PageSamplingPipeline:
             if best is not None and best.value is not None:
                 page_modified = best.value.iso
             published = evidence.published[0] if evidence.published else None
+            fallback = evidence.http_last_modified
+            if fallback is not None and _is_now(fallback, evidence.http_date):
+                # Last-Modified = Date: a page generated per request says nothing (§5c)
+                fallback = None
             outcome = agreement(
                 sampled.lastmod,
-                best.value if best is not None else evidence.http_last_modified,
+                best.value if best is not None else fallback,
                 published.value if published is not None else None,
                 t_ref,
             )
@@ -603,6 +608,13 @@ class PageSamplingPipeline:
         with self.report_path.open("w", encoding="utf-8") as handle:
             json.dump(_as_dict(report), handle, indent=2, ensure_ascii=False, default=str)
         logger.info("Site report written to %(path)s", {"path": self.report_path})
+
+
+def _is_now(modified: LastMod, date: LastMod | None) -> bool:
+    """``Last-Modified`` within a minute of the response's ``Date``."""
+    if modified.value is None or date is None or date.value is None:
+        return False
+    return abs((modified.value - date.value).total_seconds()) <= 60
 
 
 def _headers(response: Response) -> dict[str, str]:

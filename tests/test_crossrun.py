@@ -160,3 +160,17 @@ def test_change_rate_and_probability() -> None:
     assert change_rate([(DAY, False)] * 10, 0, 0.0, policy) * DAY < 1 / 30
     assert change_probability(1 / DAY, DAY) == pytest.approx(1 - math.exp(-1))
     assert change_probability(1 / DAY, -5) == 0.0
+
+
+def test_last_modified_equal_to_date_is_no_evidence() -> None:
+    from sitemapcrawl.pipelines import _is_now
+    from sitemapcrawl.sitemaps.dates import parse_feed_date
+
+    date = parse_feed_date("Mon, 30 Nov 2026 12:00:00 GMT")
+    same = parse_feed_date("Mon, 30 Nov 2026 11:59:30 GMT")
+    older = parse_feed_date("Sun, 29 Nov 2026 12:00:00 GMT")
+    assert same is not None
+    assert older is not None
+    assert _is_now(same, date) is True
+    assert _is_now(older, date) is False
+    assert _is_now(same, None) is False

@@ -8,13 +8,11 @@ import json
 import re
 from typing import TYPE_CHECKING
 
+import numpy as np  # requirements-dev.txt: a missing numpy fails, it is not skipped
 import pytest
 
-# numpy comes with requirements-bench.txt; without it there is no simulated web to test.
-np = pytest.importorskip("numpy", reason="bench/simweb needs numpy (requirements-bench.txt)")
-
-from bench.simweb import policies, render  # noqa: E402
-from bench.simweb.model import (  # noqa: E402
+from bench.simweb import policies, render
+from bench.simweb.model import (
     ARCHETYPES,
     DAY,
     HOUR,
@@ -25,7 +23,7 @@ from bench.simweb.model import (  # noqa: E402
     iso,
     run_time,
 )
-from bench.simweb.server import SimServer  # noqa: E402
+from bench.simweb.server import SimServer
 
 if TYPE_CHECKING:
     from bench.simweb.model import Page
