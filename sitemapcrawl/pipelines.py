@@ -491,7 +491,14 @@ class PageSamplingPipeline:
                 news=record.news,
             )
             outcomes = [s["outcome"] for s in record.samples]
-            verdict = static_verdict(l0, outcomes, t_ref)
+            moves = (
+                state.cluster_moves(record.name, l0.as_dict().get("cluster_centre"))
+                if state is not None
+                else None
+            )
+            verdict = static_verdict(
+                l0, outcomes, t_ref, generation_ruled_out=moves is not None and moves < 2
+            )
             name, reason, evidence = verdict.name, verdict.reason, verdict.evidence
             cross_run: dict[str, Any] = {}
             if state is not None:

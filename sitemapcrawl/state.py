@@ -176,6 +176,17 @@ class CrawlState:
         last = _utc(standing.counts.get("sampled_at"))
         return last is None or now - last >= self.resample_after
 
+    def cluster_moves(self, segment: str, centre: Any) -> int | None:
+        """Consecutive fetches on which the segment's lastmod cluster moved, this one
+        included; None without an earlier fetch to compare with."""
+        standing = self.segments.get(segment)
+        last = standing.counts.get("cluster_centre") if standing is not None else None
+        if last is None or centre is None:
+            return None
+        if str(centre) == last:
+            return 0
+        return int(standing.counts.get("cluster_moves", 0)) + 1 if standing else 1
+
     def describe(self) -> dict[str, Any]:
         return {
             "path": str(self.store.path),
@@ -348,16 +359,15 @@ class CrawlState:
         # §5a: a generation-time cluster is confirmed when it moves on 3 fetches in a row.
         centre = (evidence.get("l0") or {}).get("cluster_centre")
         centre = str(centre) if centre is not None else None
-        moves = 0
-        if static_name == "GENERATION_TIME" and centre is not None:
-            last = l2.extra.get("cluster_centre")
-            moves = int(l2.extra.get("cluster_moves", 0)) + 1 if last != centre else 0
-            if moves >= GENERATION_CONFIRM:
-                static_reason = (
-                    f"{static_reason[:-1]}; confirmed: the cluster moved on {moves} "
-                    "consecutive fetches."
-                )
-                evidence = {**evidence, "confirmed": True}
+        moves = self.cluster_moves(segment, centre)
+        if moves is None:
+            moves = 1 if centre is not None else 0
+        if static_name == "GENERATION_TIME" and centre is not None and moves >= GENERATION_CONFIRM:
+            static_reason = (
+                f"{static_reason[:-1]}; confirmed: the cluster moved on {moves} "
+                "consecutive fetches."
+            )
+            evidence = {**evidence, "confirmed": True}
         if evidence.get("n_sampled"):
             l2.extra["sampled_at"] = format_utc(
                 (self.server_now or self.started).replace(microsecond=0)

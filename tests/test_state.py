@@ -547,3 +547,25 @@ async def test_incremental_runs_resample_verified_segments_weekly(
     # a run that is not incremental samples as asked
     _, _, _, log3 = await run(server, state, sample="on")
     assert len(paths(log3, "/posts/")) == POSTS
+
+
+@deferred_f_from_coro_f
+async def test_a_cluster_that_stays_put_is_a_stamp_not_the_generation_time(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    """The pages' lastmods all share one recent stamp, older than the pages' own dates say:
+    from one fetch that looks like the generation time; when the next fetches show the
+    cluster does not move, it is a deploy stamp, usable as a filter (§5a)."""
+    _, server = site
+    state = tmp_path / "state.sqlite"
+    seen = []
+    for _ in range(3):
+        _, report, _, _ = await run(server, state, sample="on")
+        pages = report["segments"][0]
+        assert pages["segment"] == PAGES_SEG
+        seen.append((pages["static_verdict"], pages["verdict"]))
+    assert seen == [
+        ("GENERATION_TIME", "GENERATION_TIME"),
+        ("OVER_REPORTING", "GENERATION_TIME"),  # held: one clean run of the two needed
+        ("OVER_REPORTING", "OVER_REPORTING"),
+    ]

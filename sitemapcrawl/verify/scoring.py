@@ -786,14 +786,21 @@ def _pct(x: float) -> str:
     return f"{x:.0%}"
 
 
-def static_verdict(l0: SegmentL0, outcomes: Sequence[str], t_ref: datetime) -> Verdict:
+def static_verdict(
+    l0: SegmentL0,
+    outcomes: Sequence[str],
+    t_ref: datetime,
+    *,
+    generation_ruled_out: bool = False,
+) -> Verdict:
     """Judge a segment from one sitemap fetch (L0) and its sampled pages (L1).
 
     ``outcomes`` are the :func:`agreement` results of the sampled pages. The
     rules are tried in order: ABSENT, INVALID, TZ_SHIFT, GENERATION_TIME,
     STALE, OVER_REPORTING, PARTIAL (wrapping the dated subset's PROVISIONAL or
     UNVERIFIABLE), PROVISIONAL, UNVERIFIABLE. ``TRUSTED`` needs the L2 recall
-    bound (§5d) and is never returned here.
+    bound (§5d) and is never returned here. ``generation_ruled_out``: the
+    cross-run history shows the cluster is not moving with each generation.
 
     >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
     >>> now = datetime(2024, 6, 1, tzinfo=UTC)
@@ -888,7 +895,9 @@ def static_verdict(l0: SegmentL0, outcomes: Sequence[str], t_ref: datetime) -> V
 
     newer = counts[LASTMOD_NEWER]
     newer_lb = wilson(newer, n_ev)[0]
-    suspected = "generation_time_suspected" in signals
+    # Earlier fetches can rule the signature out: a cluster that did not move on two
+    # fetches in a row is a deploy or import stamp, not the generation time (§5a).
+    suspected = "generation_time_suspected" in signals and not generation_ruled_out
 
     # GENERATION_TIME, suspected (§5a + §5c; confirmation needs L2)
     if suspected and (newer_lb >= OVER_REPORTING_LB or n_ev < MIN_N_EV):
