@@ -167,12 +167,15 @@ class CrawlState:
     def sample_due(self, segment: str, now: dt.datetime) -> bool:
         """On incremental runs, a segment whose lastmod stands verified is sampled again
         only every ``SITEMAPCRAWL_RESAMPLE_DAYS`` (the audit keeps watching it meanwhile);
-        one without a verdict, UNVERIFIABLE, PARTIAL or STALE is sampled every run."""
+        one without a verdict, UNVERIFIABLE, PARTIAL or STALE is sampled every run, and a
+        GENERATION_TIME one whose cluster stopped moving too."""
         if not self.incremental:
             return True
         standing = self.segments.get(segment)
         if standing is None or standing.verdict in (None, "UNVERIFIABLE", "PARTIAL", "STALE"):
             return True
+        if standing.verdict == "GENERATION_TIME" and standing.counts.get("cluster_moves") == 0:
+            return True  # the cluster stopped moving: the pages must say what it is now
         last = _utc(standing.counts.get("sampled_at"))
         return last is None or now - last >= self.resample_after
 
