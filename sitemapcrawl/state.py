@@ -501,9 +501,6 @@ class CrawlState:
         """The body of ``url`` as last downloaded completely, and its Content-Encoding."""
         return self.store.body(self.origin, url)
 
-    def stored_children(self, index_url: str) -> list[tuple[str, str | None]]:
-        return self.store.children(self.origin, index_url)
-
     def index_trusted(self, index_url: str, minimum: int) -> bool:
         """An index whose ``<lastmod>`` moved every time a child's content changed, at least
         ``minimum`` times and never missed: its unchanged child lastmods may skip fetches."""

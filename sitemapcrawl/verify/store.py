@@ -409,16 +409,6 @@ class StateStore:
             ).fetchall()
         )
 
-    def lastmod_history(self, origin: str, url: str) -> list[tuple[int, str | None]]:
-        return [
-            (run, raw)
-            for run, raw in self.db.execute(
-                "SELECT run_id, lastmod_raw FROM lastmod_history WHERE origin = ? AND url = ? "
-                "ORDER BY run_id",
-                (origin, url),
-            )
-        ]
-
     def record_fetch(
         self,
         origin: str,
@@ -480,17 +470,6 @@ class StateStore:
         except BaseException:
             db.execute("ROLLBACK")
             raise
-
-    def fetches(self, origin: str, url: str) -> list[dict[str, Any]]:
-        names = ("run_id", "fetched_at", "reason", "status", "fingerprint", "changed")
-        return [
-            dict(zip(names, row, strict=True))
-            for row in self.db.execute(
-                f"SELECT {', '.join(names)} FROM fetches WHERE origin = ? AND url = ? "  # noqa: S608
-                "ORDER BY rowid",
-                (origin, url),
-            )
-        ]
 
     def segment_rate(self, origin: str, segment: str) -> tuple[int, float]:
         """Changes observed and observation time (seconds) over the segment's URLs: the
@@ -558,16 +537,6 @@ class StateStore:
             db.execute("ROLLBACK")
             raise
 
-    def verdict_history(self, origin: str, segment: str) -> list[tuple[int, str]]:
-        return [
-            (run, verdict)
-            for run, verdict in self.db.execute(
-                "SELECT run_id, verdict FROM verdicts WHERE origin = ? AND segment = ? "
-                "ORDER BY run_id",
-                (origin, segment),
-            )
-        ]
-
     # -- sitemaps --------------------------------------------------------------------------
 
     def sitemap(self, origin: str, url: str) -> SitemapState | None:
@@ -615,16 +584,6 @@ class StateStore:
             (origin, url),
         ).fetchone()
         return (bytes(row[0]), row[1] or "") if row is not None else None
-
-    def children(self, origin: str, index_url: str) -> list[tuple[str, str | None]]:
-        return [
-            (child, raw)
-            for child, raw in self.db.execute(
-                "SELECT child_url, lastmod_raw FROM sitemap_children "
-                "WHERE origin = ? AND index_url = ? ORDER BY position",
-                (origin, index_url),
-            )
-        ]
 
     def save_children(
         self, origin: str, index_url: str, children: Sequence[tuple[str, str | None]]
