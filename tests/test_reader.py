@@ -461,3 +461,18 @@ def test_lastmod_parse_used_by_reader() -> None:
     (entry,) = list(SitemapReader(doc, BASE))
     assert isinstance(entry, UrlEntry)
     assert entry.lastmod == parse_lastmod("2024-05-01 10:00")
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_reference_to_a_surrogate_is_a_fault_not_an_exception(fast_path: bool) -> None:
+    # libxml2's recovery keeps "&#xD800;" as bytes lxml cannot decode: the entry goes,
+    # counted, the others stay, and the document is reported malformed.
+    doc = urlset(
+        "https://site.example/a", "https://site.example/b&#xD800;", "https://site.example/c"
+    )
+    reader = SitemapReader(doc, BASE, fast_path=fast_path)
+    locs = [e.loc for e in reader]
+    assert locs == ["https://site.example/a", "https://site.example/c"]
+    assert reader.counts["entry_undecodable"] == 1
+    assert codes(reader) == ["xml_syntax_error"]
+    assert reader.parser == ("scan+lxml" if fast_path else "lxml")

@@ -33,6 +33,7 @@ from .errors import (
     UnknownFormat,
 )
 from .model import Limits, SitemapRef, UrlEntry
+from .scan import Scan, escape_amps
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -48,6 +49,9 @@ __all__ = ["SITEMAP_KINDS", "SitemapReader", "sniff"]
 SITEMAP_KINDS: Final = ("urlset", "sitemapindex", "text", "rss", "atom")
 
 _SNIFF_BYTES = 64 * 1024
+#: The scanner bounds an entry and a run of white space by about 1 MiB plus one chunk,
+#: which must stay far below libxml2's 10 MB text node limit (lxml reports those).
+_SCAN_MAX_CHUNK = 4 * 1024 * 1024
 _MAX_PROLOG = 1024 * 1024  # past this without a root element, the body is not a sitemap
 _BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
@@ -94,9 +98,13 @@ def _head_complete(head: bytes) -> bool:
 
 _HTTP = ("http://", "https://")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
-#: An absolute http(s) URL of printable ASCII with a plain host (no port, user, brackets):
-#: nothing in it needs resolving, encoding or checking.
-_PLAIN_URL = re.compile(r"https?://[A-Za-z0-9._~%!$&'()*+,;=\-]+(?:[/?#][!-Z^-~]*)?")
+#: An absolute http(s) URL of printable ASCII with a plain host (no user, no brackets) and
+#: a port up to 65535 if any: nothing in it needs resolving, encoding or checking.
+_PLAIN_URL = re.compile(
+    r"https?://[A-Za-z0-9._~%!$&'()*+,;=\-]+"
+    r"(?::(?:[0-9]{1,4}|[0-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?"
+    r"(?:[/?#][!-Z^-~]*)?"
+)
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
 _C0_SPACE = "".join(map(chr, range(0x21))) + "\x7f"
 _TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
@@ -186,9 +194,16 @@ class SitemapReader:
     ``lastmod_invalid``, ``priority_invalid``, ``over_url_limit``), ``urls`` and
     ``sitemaps`` the number of each entry kind, and ``decoder`` the decompression details.
 
+    Well-formed urlsets and indexes are read by a scanner (``scan.py``) that hands the body
+    to lxml at the first thing it does not fully understand; the entries, counts and
+    faults are those of lxml either way. ``parser`` says which read the body (``scan``,
+    ``lxml``, or ``scan+lxml`` when the scanner gave up after yielding entries) and
+    ``scan_stopped`` why the scanner gave up; ``fast_path=False`` reads with lxml only.
+
     >>> body = b'<urlset><url><loc>/a</loc><lastmod>2024-05-01</lastmod></url></urlset>'
-    >>> [(e.loc, e.lastmod.iso, e.relative) for e in SitemapReader(body, "https://x.example/s.xml")]
-    [('https://x.example/a', '2024-05-01T00:00:00Z', True)]
+    >>> reader = SitemapReader(body, "https://x.example/s.xml")
+    >>> [(e.loc, e.lastmod.iso, e.relative) for e in reader], reader.parser
+    ([('https://x.example/a', '2024-05-01T00:00:00Z', True)], 'scan')
     """
 
     def __init__(
@@ -199,17 +214,17 @@ class SitemapReader:
         limits: Limits | None = None,
         now: dt.datetime | None = None,
         content_encoding: Sequence[str] = (),
+        fast_path: bool = True,
     ) -> None:
         self.url = url
         self.limits = limits or Limits()
         self.now = now
-        self.decoder = BodyDecoder(
-            body,
-            max_size=self.limits.max_size,
-            chunk_size=self.limits.chunk_size,
-            max_layers=self.limits.max_gzip_layers,
-            content_encoding=content_encoding,
-        )
+        self._body = body
+        self._content_encoding = content_encoding
+        self._fast_path = fast_path
+        self.decoder = self._decoder()
+        self.parser: str | None = None
+        self.scan_stopped: str | None = None
         self.kind: str | None = None
         self.root: str | None = None
         self.faults: list[SitemapError] = []
@@ -220,6 +235,28 @@ class SitemapReader:
         self._head = b""
         self._doctype_removed = False
         self._transcoded = False
+        self._chunks_done = False
+
+    def _decoder(self) -> BodyDecoder:
+        return BodyDecoder(
+            self._body,
+            max_size=self.limits.max_size,
+            chunk_size=self.limits.chunk_size,
+            max_layers=self.limits.max_gzip_layers,
+            content_encoding=self._content_encoding,
+        )
+
+    def _restart(self) -> None:
+        """Back to the state before ``sniff()``, with a fresh decoder, then sniff again."""
+        self.decoder = self._decoder()
+        self.kind = self.root = None
+        self.faults.clear()
+        self.counts.clear()
+        self.urls = self.sitemaps = 0
+        self._chunks = None
+        self._head = b""
+        self._doctype_removed = self._transcoded = self._chunks_done = False
+        self.sniff()
 
     # -- sniffing ----------------------------------------------------------------------
 
@@ -401,6 +438,7 @@ class SitemapReader:
             yield self._head
         assert self._chunks is not None
         yield from self._chunks
+        self._chunks_done = True
         self.faults.extend(self.decoder.faults)
 
     # -- iteration ---------------------------------------------------------------------
@@ -544,6 +582,43 @@ class SitemapReader:
     # -- XML ---------------------------------------------------------------------------
 
     def _xml(self, chunks: Iterator[bytes], kind: str) -> Iterator[UrlEntry | SitemapRef]:
+        if not (
+            self._fast_path
+            and kind in ("urlset", "sitemapindex")
+            and not self._doctype_removed
+            and self.limits.chunk_size <= _SCAN_MAX_CHUNK
+            and (self._transcoded or _undeclared_legacy_encoding(self._head) is None)
+        ):
+            self.parser = "lxml"
+            yield from self._lxml(chunks, kind)
+            return
+        faults_before = len(self.faults)
+        scan = Scan(self, chunks)
+        yield from scan
+        if scan.complete:
+            self.parser = "scan"
+            return
+        self.scan_stopped = scan.reason
+        # lxml reads the body and has the last word on everything: the state the scan left
+        # goes, and the entries the scan yielded are lxml's first ones (tests/test_scan.py).
+        if not scan.yielded and scan.replay is not None and not self._chunks_done:
+            # Nothing yielded and the input not exhausted: lxml goes on with the same chunks.
+            self.parser = "lxml"
+            del self.faults[faults_before:]
+            self.counts.clear()
+            self.urls = self.sitemaps = 0
+            yield from self._lxml(chain(scan.replay, chunks), kind)
+            return
+        self.parser = "scan+lxml"
+        self._restart()
+        skip = scan.yielded
+        for entry in self._lxml(self._body_chunks(), kind):
+            if skip:
+                skip -= 1
+                continue
+            yield entry
+
+    def _lxml(self, chunks: Iterator[bytes], kind: str) -> Iterator[UrlEntry | SitemapRef]:
         head = self._head[:_SNIFF_BYTES]
         if kind == "rss":
             tags: tuple[str, ...] = ("{*}item",)
@@ -584,7 +659,13 @@ class SitemapReader:
                     # Closed by recovery at the end of a truncated body: incomplete, dropped.
                     self.counts["entry_truncated"] += 1
                     continue
-                entry = handle(el) if handle else self._sitemap_element(el)
+                try:
+                    entry = handle(el) if handle else self._sitemap_element(el)
+                except UnicodeDecodeError:
+                    # libxml2's recovery keeps a reference to a surrogate (&#xD800;) as
+                    # bytes lxml cannot decode; the reference is a syntax error too.
+                    self.counts["entry_undecodable"] += 1
+                    entry = None
                 el.clear(keep_tail=False)
                 parent = el.getparent()
                 if parent is not None:
@@ -757,17 +838,14 @@ class SitemapReader:
         )
 
 
-_BARE_AMP = re.compile(rb"&(?!(?:[A-Za-z_][\w.\-]{0,40}|#[0-9]{1,8}|#[xX][0-9A-Fa-f]{1,8});)")
-_ENTITY_REF = re.compile(rb"&(?!(?:amp|lt|gt|quot|apos);)[A-Za-z_][\w.\-]{0,40};")
 #: What a reference to a declared (never expanded) entity becomes: a private-use character
 #: that marks the text as unknowable. libxml2's own handling of undeclared entities in
 #: recovery mode loses the ``&amp;`` of later locations.
 _UNEXPANDED = "\ue000"
 
 
-def _escape_amps(chunk: bytes) -> bytes:
-    """Escape bare ``&``; replace references to non-predefined entities by ``_UNEXPANDED``."""
-    return _ENTITY_REF.sub(b"&#xE000;", _BARE_AMP.sub(b"&amp;", chunk))
+#: Escape bare ``&``; replace references to non-predefined entities by ``_UNEXPANDED``.
+_escape_amps = escape_amps
 
 
 _XML_DECL_ENCODING = re.compile(rb"^\s*<\?xml[^>]*\bencoding\s*=", re.IGNORECASE)

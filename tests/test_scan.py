@@ -1,0 +1,351 @@
+"""The scanner (``sitemaps/scan.py``) against lxml: the same entries, counts and faults.
+
+Every body is read twice, by the default reader (scanner first, lxml when it gives up)
+and with ``fast_path=False`` (lxml only), and everything the reader reports is compared:
+the conformance corpus, the benchmark corpus at a small size, the test fixtures, and a
+seeded set of mutated and malformed sitemaps, cut at every byte and read in chunks of
+every size. The scanner must also really be used on the plain files (``reader.parser``).
+"""
+
+from __future__ import annotations
+
+import codecs
+import datetime as dt
+import gzip
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sitemapcrawl.sitemaps import Limits, SitemapReader
+from tests.conftest import CONFORMANCE, DATA
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import corpus as bench_corpus
+
+NOW = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
+BASE = "https://www.example.com/sitemap.xml"
+
+
+def outcome(reader: SitemapReader) -> dict[str, Any]:
+    entries = list(reader)
+    return {
+        "entries": entries,
+        "kind": reader.kind,
+        "faults": [(type(f).__name__, f.code, f.message) for f in reader.faults],
+        "counts": list(reader.counts.items()),
+        "urls": reader.urls,
+        "sitemaps": reader.sitemaps,
+        "layers": reader.decoder.layers,
+    }
+
+
+def same(body: bytes, url: str = BASE, **limits: Any) -> SitemapReader:
+    """Read ``body`` both ways, assert the outcomes are identical, return the fast reader."""
+    lim = Limits(**limits)
+    fast = SitemapReader(body, url, limits=lim, now=NOW)
+    slow = SitemapReader(body, url, limits=lim, now=NOW, fast_path=False)
+    got, want = outcome(fast), outcome(slow)
+    assert got == want, (fast.parser, fast.scan_stopped, body[:2000])
+    assert slow.parser in ("lxml", None)
+    return fast
+
+
+# -- real files ------------------------------------------------------------------------
+
+CONFORMANCE_FILES = sorted(p for p in (CONFORMANCE / "sitemaps").rglob("*") if p.is_file())
+FIXTURES = sorted(
+    p
+    for p in DATA.rglob("*")
+    if p.is_file() and p.suffix in (".xml", ".gz", ".txt") and "pages" not in p.parts
+)
+
+
+@pytest.mark.parametrize("path", CONFORMANCE_FILES, ids=lambda p: p.name)
+def test_conformance_files(path: Path) -> None:
+    same(path.read_bytes(), "https://www.example.com/" + path.name)
+
+
+def test_conformance_urlsets_are_scanned() -> None:
+    scanned = [
+        p.name
+        for p in CONFORMANCE_FILES
+        if same(p.read_bytes(), "https://www.example.com/" + p.name).parser == "scan"
+    ]
+    assert {"sitemap.ns.xml", "sitemap.index.xml", "sitemap-images.xml"} <= set(scanned)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(DATA)))
+def test_fixtures(path: Path) -> None:
+    same(path.read_bytes(), "http://127.0.0.1:8000/" + path.name)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 64, 4096, 256 * 1024])
+def test_bench_corpus_is_scanned(chunk_size: int) -> None:
+    base = "http://127.0.0.1:18730"
+    urlset = bench_corpus.urlset_xml(42, "urlset-50k", base, 1, 400).encode()
+    worst, _ = bench_corpus.worst_case_urlset(42, base, 100_001, size=300_000)
+    for body in (urlset, gzip.compress(urlset), worst):
+        reader = same(body, base + "/s.xml", chunk_size=chunk_size)
+        assert reader.parser == "scan", reader.scan_stopped
+        assert reader.urls > 100
+
+
+# -- generated: a small sitemap with every feature, then broken in every way -------------
+
+URLSET = """<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+  xmlns:xhtml="http://www.w3.org/1999/xhtml" xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"
+  xmlns:video="http://www.google.com/schemas/sitemap-video/1.1"
+  xmlns:news="http://www.google.com/schemas/sitemap-news/0.9"
+  xmlns:mobile="http://www.google.com/schemas/sitemap-mobile/1.0">
+  <url><loc>https://www.example.com/a</loc><lastmod>2024-05-01</lastmod></url>
+  <url>
+    <loc> https://www.example.com/b?x=1&amp;y=2 </loc>
+    <lastmod>2024-05-01T10:00:00+02:00</lastmod>
+    <changefreq>Daily</changefreq>
+    <priority>0.8</priority>
+  </url>
+  <url><loc>/relative/c</loc><lastmod>not a date</lastmod><priority>7</priority></url>
+  <url><priority>0.5</priority><loc>https://www.example.com:8080/d</loc></url>
+  <url><loc>https://www.example.com/é?q=ü</loc><changefreq> </changefreq></url>
+  <url><loc></loc></url>
+  <url><loc>javascript:alert(1)</loc></url>
+  <url>
+    <loc>https://www.example.com/e</loc>
+    <xhtml:link rel="alternate" hreflang="de" href="https://www.example.com/de/e"/>
+    <image:image><image:loc>https://www.example.com/e.jpg</image:loc>
+      <image:title>An   image &lt;1&gt;</image:title></image:image>
+    <mobile:mobile/>
+  </url>
+  <url>
+    <loc>https://www.example.com/f</loc>
+    <news:news><news:publication><news:name>Daily</news:name>
+      <news:language>en</news:language></news:publication>
+      <news:publication_date>2024-05-01T10:00:00Z</news:publication_date>
+      <news:title>Title &#233;&#x41;</news:title><news:keywords>a, b</news:keywords></news:news>
+    <video:video><video:title>V</video:title><video:duration>60</video:duration>
+      <video:player_loc allow_embed="yes">https://www.example.com/p</video:player_loc>
+      <video:price currency="EUR">1.5</video:price></video:video>
+  </url>
+  <url><loc>https://www.example.com/g</loc><lastmod>2030-01-01</lastmod></url>
+  <url ><loc >https://www.example.com/h</loc ><lastmod>1970-01-01</lastmod></url >
+</urlset>
+"""
+
+INDEX = """<?xml version='1.0'?>
+<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+  <sitemap><loc>https://www.example.com/s1.xml</loc><lastmod>2024-05-01</lastmod></sitemap>
+  <sitemap>https://www.example.com/bare.xml</sitemap>
+  <sitemap><loc>/s2.xml.gz</loc></sitemap>
+  <url><loc>https://www.example.com/page</loc></url>
+</sitemapindex>
+"""
+
+SNIPPETS = [
+    b"&",
+    b"&amp;",
+    b"&nbsp;",
+    b"&#65;",
+    b"&#x41;",
+    b"&#X41;",
+    b"&#0;",
+    b"&#xD800;",
+    b"&#1114112;",
+    b"&#0000000065;",
+    b"&a" + b"b" * 45 + b";",
+    b"<![CDATA[x&y]]>",
+    b"<!-- c -->",
+    b"<?pi x?>",
+    b"]]>",
+    b"\r\n",
+    b"\r",
+    b"\t",
+    b"\x00",
+    b"\x01",
+    b"\x0b",
+    b"\x1c",
+    b"\x85",
+    b"\xff",
+    b"\xc3",
+    b"\xef\xbf\xbe",
+    b"\xc2\xa0",
+    b"\xe3\x80\x80",
+    b"<",
+    b">",
+    b'"',
+    b"'",
+    b"=",
+    b"/",
+    b"text",
+    b"<x:y/>",
+    b'<image:foo xmlns:image="urn:z"/>',
+    b'<foo xmlns="urn:z"/>',
+    b"<foo/>",
+    b"</url>",
+    b"<url>",
+    b"<url><loc>https://x.example/</loc></url>",
+    b"<sitemap><loc>https://x.example/s.xml</loc></sitemap>",
+    b"</loc>",
+    b"<loc>",
+    b"<!DOCTYPE x>",
+    b'<!DOCTYPE x [<!ENTITY e "v">]>',
+    b"&e;",
+    b' a="1"',
+    b' a="1" a="2"',
+    b" xml:lang='en'",
+    b' xmlns:q="urn:q"',
+    b" q:a='1'",
+    b"\xef\xbb\xbf",
+]
+
+
+def mutants(seed: int, doc: bytes, n: int) -> list[bytes]:
+    rng = random.Random(f"{seed}:{len(doc)}")
+    out = []
+    for _ in range(n):
+        body = doc
+        for _ in range(rng.choice((1, 1, 1, 2, 3))):
+            op = rng.random()
+            at = rng.randrange(len(body) + 1)
+            if op < 0.55:
+                body = body[:at] + rng.choice(SNIPPETS) + body[at:]
+            elif op < 0.7:
+                body = body[:at] + body[at + rng.randint(1, 40) :]
+            elif op < 0.8:
+                end = min(len(body), at + rng.randint(1, 200))
+                body = body[:end] + body[at:end] + body[end:]
+            elif op < 0.9:
+                body = body[:at] + bytes([rng.randrange(256)]) + body[at + 1 :]
+            else:
+                body = body[:at]
+        out.append(body)
+    return out
+
+
+DOCS = {"urlset": URLSET.encode(), "index": INDEX.encode()}
+
+
+def variants(doc: bytes) -> dict[str, bytes]:
+    tight = b">".join(part.rstrip() for part in doc.split(b">"))
+    return {
+        "as is": doc,
+        "crlf": doc.replace(b"\n", b"\r\n"),
+        "cr": doc.replace(b"\n", b"\r"),
+        "tight": tight,
+        "tabs": doc.replace(b"  ", b"\t"),
+        "bom": codecs.BOM_UTF8 + doc,
+        "leading space": b" \n\t" + doc,
+        "no declaration": doc[doc.index(b"?>") + 2 :].lstrip(),
+        "utf-16": doc.decode().encode("utf-16"),
+        "utf-16-be": doc.decode().encode("utf-16-be"),
+        "utf-16-le no bom": doc.decode().replace("UTF-8", "UTF-16").encode("utf-16-le"),
+        "latin-1 declared": doc.replace(b"UTF-8", b"ISO-8859-1"),
+        "gzip": gzip.compress(doc),
+        "double gzip": gzip.compress(gzip.compress(doc)),
+        "prefixed": doc.replace(b"<url>", b"<s:url>")
+        .replace(b"</url>", b"</s:url>")
+        .replace(b"<urlset ", b'<urlset xmlns:s="http://www.sitemaps.org/schemas/sitemap/0.9" ')
+        .replace(b"<sitemapindex ", b'<sitemapindex xmlns:s="urn:s" '),
+        "comment first": doc.replace(b"?>", b"?><!-- generated -->", 1),
+        "stylesheet": doc.replace(b"?>", b'?><?xml-stylesheet href="s.xsl"?>', 1),
+        "trailing comment": doc + b"<!-- end -->",
+        "trailing garbage": doc + b"garbage",
+        "no namespace": doc.replace(b'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"', b""),
+        "relative namespace": doc.replace(b"http://www.sitemaps.org/schemas/sitemap/0.9", b"s"),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(DOCS))
+@pytest.mark.parametrize("variant", sorted(variants(b"<?x?>")))
+def test_variants(name: str, variant: str) -> None:
+    body = variants(DOCS[name])[variant]
+    reader = same(body)
+    if variant in ("as is", "crlf", "tight", "bom", "gzip", "no declaration", "prefixed"):
+        assert reader.parser == "scan", reader.scan_stopped
+
+
+@pytest.mark.parametrize("name", sorted(DOCS))
+def test_truncated_at_every_byte(name: str) -> None:
+    doc = DOCS[name]
+    for end in range(len(doc) + 1):
+        same(doc[:end])
+
+
+def test_gzip_truncated_at_many_bytes() -> None:
+    packed = gzip.compress(DOCS["urlset"])
+    for end in range(0, len(packed) + 1, 3):
+        same(packed[:end])
+
+
+@pytest.mark.parametrize("name", sorted(DOCS))
+def test_chunk_boundary_at_every_offset(name: str) -> None:
+    doc = DOCS[name]
+    for size in range(1, len(doc) + 1):
+        same(doc, chunk_size=size)
+
+
+def test_chunk_boundaries_with_references_and_crlf() -> None:
+    doc = DOCS["urlset"].replace(b"\n", b"\r\n").replace(b"&amp;", b"&")
+    for size in range(1, 200):
+        same(doc, chunk_size=size)
+
+
+@pytest.mark.parametrize("name", sorted(DOCS))
+@pytest.mark.parametrize("seed", range(4))
+def test_mutants(name: str, seed: int) -> None:
+    for body in mutants(seed, DOCS[name], 150):
+        same(body)
+        same(body, chunk_size=64)
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"max_urls": 3},
+        {"max_urls": 3, "keep_excess": False},
+        {"max_urls": 0, "keep_excess": False},
+        {"max_urls": 1, "keep_excess": False, "chunk_size": 50},
+        {"max_loc_length": 25},
+        {"max_size": 700},
+        {"max_size": 700, "chunk_size": 64},
+    ],
+)
+@pytest.mark.parametrize("name", sorted(DOCS))
+def test_caps(name: str, limits: dict[str, Any]) -> None:
+    same(DOCS[name], **limits)
+    same(gzip.compress(DOCS[name]), **limits)
+
+
+def test_a_fault_after_entries_keeps_them_and_says_why() -> None:
+    body = DOCS["urlset"].replace(b"<url><loc>https://www.example.com/g", b"<url><loc>&#0;")
+    reader = same(body)
+    assert reader.parser == "scan+lxml"
+    assert reader.scan_stopped == "a character reference to a character XML does not allow"
+    assert reader.urls >= 6
+    assert [f.code for f in reader.faults] == ["xml_syntax_error"]
+
+
+def test_a_long_entry_goes_to_lxml() -> None:
+    big = b"<url><loc>https://www.example.com/x</loc>" + b" " * 1_400_000 + b"</url>"
+    body = DOCS["urlset"].replace(b"</urlset>", big + b"</urlset>")
+    reader = same(body)
+    assert reader.parser == "scan+lxml"
+    assert reader.scan_stopped is not None
+    assert "longer than" in reader.scan_stopped
+
+
+def test_a_long_run_of_white_space_goes_to_lxml() -> None:
+    body = DOCS["urlset"].replace(b"</urlset>", b" " * 2_500_000 + b"</urlset>")
+    reader = same(body)
+    assert reader.parser == "scan+lxml"
+    assert reader.scan_stopped == "more than 1048576 bytes of white space"
+
+
+def test_nothing_read_yet_goes_to_lxml_without_a_restart() -> None:
+    entry = b"<url><loc>https://www.example.com/</loc></url>"
+    reader = same(b"<urlset><!-- c -->" + entry * 100 + b"</urlset>", chunk_size=100)
+    assert reader.parser == "lxml"
+    assert reader.scan_stopped == "a comment, CDATA section, DOCTYPE or PI"
