@@ -27,6 +27,9 @@ Parsers (``--list`` prints them):
                   Gets the body as downloaded (gzipped for ``.gz``); if that
                   fails for a ``.gz`` it is retried with the gunzipped body
                   (reported as ``mode: pre-gunzipped``).
+* ``ours-lxml``   the same with ``fast_path=False``: lxml's pull parser only, without
+                  the scanner (the reader as it was before the scanner; the scanner's
+                  fallback).
 * ``scrapy``      ``scrapy.utils.sitemap.Sitemap(body)`` iterated, after
                   ``scrapy.utils.gz.gunzip`` for ``.gz`` (= SitemapSpider).
 * ``usp``         ultimate-sitemap-parser 1.8.1's own single-document path:
@@ -116,6 +119,20 @@ def p_ours(path: str):
 
     def run(body: bytes, url: str) -> int:
         return sum(1 for _ in SitemapReader(body, url))
+
+    return run
+
+
+def p_ours_lxml(path: str):
+    if REPO_ROOT not in sys.path:
+        sys.path.insert(0, REPO_ROOT)
+    try:
+        from sitemapcrawl.sitemaps import SitemapReader
+    except Exception as ex:
+        raise Unavailable(f"{type(ex).__name__}: {ex}") from ex
+
+    def run(body: bytes, url: str) -> int:
+        return sum(1 for _ in SitemapReader(body, url, fast_path=False))
 
     return run
 
@@ -309,6 +326,7 @@ def p_lines(path: str):
 
 PARSERS = {
     "ours": p_ours,
+    "ours-lxml": p_ours_lxml,
     "scrapy": p_scrapy,
     "usp": p_usp,
     "defusedxml": p_defusedxml,
@@ -333,7 +351,7 @@ def measure(parser: str, path: str, url: str) -> dict:
     res["bytes"] = len(body)
     mode = "as-downloaded"
     attempts = [body]
-    if parser == "ours" and body[:2] == b"\x1f\x8b":
+    if parser in ("ours", "ours-lxml") and body[:2] == b"\x1f\x8b":
         attempts.append(gzip.decompress(body))
     err = None
     for i, b in enumerate(attempts):

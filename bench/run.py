@@ -37,7 +37,7 @@ except ImportError:  # the runner installs nothing: fall back to ru_maxrss
     psutil = None
 
 PY = sys.executable
-PARSERS = ["ours", "scrapy", "usp", "defusedxml", "lxml", "pyexpat", "lines"]
+PARSERS = ["ours", "ours-lxml", "scrapy", "usp", "defusedxml", "lxml", "pyexpat", "lines"]
 # "ours": default settings, with the state file a first run writes (fresh every run, so no
 # run replays another's 304s); "ours-nostate": the same crawl with the state file off.
 E2E_TOOLS = ["ours", "ours-nostate", "stock-scrapy", "scrapy-items", "usp", "advertools"]

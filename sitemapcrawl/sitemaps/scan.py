@@ -354,6 +354,8 @@ class Scan:
         key = (qname, element)
         name = self._names.get(key)
         if name is None:
+            if len(self._names) >= _CACHE_MAX:  # made-up names must not grow it unbounded
+                self._names.clear()
             name = self._names[key] = self._expand(qname, element=element)
         return name
 
@@ -610,6 +612,8 @@ class Scan:
                 if text is None:
                     text = _text(raw)
                     if len(raw) < 80 and not raw.strip(b" \t\n\r"):
+                        if len(blanks) >= _CACHE_MAX:
+                            blanks.clear()
                         blanks[raw] = text
                 if last is not None:
                     last.tail = text
