@@ -89,8 +89,10 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_INCREMENTAL_MAX_AGE_DAYS": 30.0,  # refetch at least this often
     "SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED": 0.03,  # audit share of unchanged URLs
     "SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL": 0.08,
+    "SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN": 5,  # audited URLs per TRUSTED segment and run
     # Incremental runs sample a segment whose lastmod stands verified only this often
     "SITEMAPCRAWL_RESAMPLE_DAYS": 7.0,
+    "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 28.0,
     # Production
     "SITEMAPCRAWL_PROXY": "",  # every request through this proxy (argument: proxy)
     # Workers sharing a crawl through scrapy-redis (see sitemapcrawl.distributed)

@@ -150,13 +150,19 @@ class PageSamplingPipeline:
                     if not due:
                         stats = self.crawler.stats
                         assert stats is not None
-                        stats.inc_value(_P + "skipped_segment_count")
-                if not due:
+                        if self.panel and state.panel_due(item.segment):
+                            # not re-judged on its pages, but its panel is re-fetched: the
+                            # random observations the cross-run score needs (§5d)
+                            record.panel_only = True
+                            stats.inc_value(_P + "panel_segment_count")
+                        else:
+                            stats.inc_value(_P + "skipped_segment_count")
+                if not due and not record.panel_only:
                     return item
             if record.sampler is None:
                 record.sampler = SegmentSampler(
                     seed=f"{self.seed}:{item.segment}",
-                    budget=self.segment_budget,
+                    budget=self.panel if record.panel_only else self.segment_budget,
                     panel=self.panel,
                     now=record.t_ref or self.site.started,
                 )
@@ -417,6 +423,7 @@ class PageSamplingPipeline:
                 best.value if best is not None else fallback,
                 published.value if published is not None else None,
                 t_ref,
+                built=record.sitemap_last_modified,
             )
             result.update(
                 page_modified=(
@@ -491,6 +498,8 @@ class PageSamplingPipeline:
                 news=record.news,
             )
             outcomes = [s["outcome"] for s in record.samples]
+            if record.panel_only:  # fetched for the cross-run score, not an L1 sample
+                outcomes = []
             moves = (
                 state.cluster_moves(record.name, l0.as_dict().get("cluster_centre"))
                 if state is not None

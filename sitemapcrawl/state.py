@@ -18,8 +18,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.sitemaps.dates import format_utc, parse_feed_date, parse_lastmod
-from sitemapcrawl.verify.crossrun import CrossRun, Observation, combine
-from sitemapcrawl.verify.schedule import Decision, Policy, audit_draw, decide, delta_l
+from sitemapcrawl.verify.crossrun import DECAY, CrossRun, Observation, combine
+from sitemapcrawl.verify.schedule import (
+    Decision,
+    Policy,
+    audit_draw,
+    decide,
+    delta_l,
+    reports_within,
+    trusted_audit_share,
+)
+from sitemapcrawl.verify.scoring import MAX_LAG
 from sitemapcrawl.verify.store import SegmentState, SitemapState, StateError, StateStore
 
 if TYPE_CHECKING:
@@ -38,6 +47,10 @@ __all__ = ["CrawlState", "StateError", "parse_since", "state_path"]
 _FLUSH_EVERY = 2000
 #: Consecutive fetches on which a generation-time cluster must move to be confirmed (§5a).
 GENERATION_CONFIRM = 3
+#: Audits (decayed) after which a segment's panel is no longer re-fetched between samples.
+PANEL_AUDITS = 60
+#: Runs a miss waits for a lagged sitemap to report it before it stands.
+LAG_RUNS = 2
 #: Page fetches chosen at random: they estimate the miss rate (§5d).
 RANDOM_REASONS = frozenset({"sample", "panel", "audit"})
 
@@ -62,6 +75,22 @@ def parse_since(value: str) -> dt.datetime | str:
     return parsed.value
 
 
+def _header(response: Response, name: bytes) -> str | None:
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value else None
+
+
+def _captured(prev: UrlState) -> tuple[dt.datetime, dt.datetime] | None:
+    """The window between our last two fetches of a URL when the later one found it
+    changed (a lastmod moving into it later reports that change, already fetched)."""
+    if not prev.intervals or not prev.intervals[-1][1]:
+        return None
+    end = _utc(prev.fetched_at)
+    if end is None:
+        return None
+    return end - dt.timedelta(seconds=prev.intervals[-1][0]), end
+
+
 def _utc(text: str | None) -> dt.datetime | None:
     if not text:
         return None
@@ -79,6 +108,7 @@ class _SegmentRun:
     lastmod_after_since: int = 0
     undated: int = 0
     urls: int = 0
+    lag_pending: int = 0
 
 
 class CrawlState:
@@ -111,9 +141,13 @@ class CrawlState:
             max_age=dt.timedelta(days=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_MAX_AGE_DAYS")),
             audit_trusted=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED"),
             audit_provisional=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL"),
+            audit_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN"),
         )
         self.seed = str(settings.get("SITEMAPCRAWL_SAMPLE_SEED"))
         self.resample_after = dt.timedelta(days=settings.getfloat("SITEMAPCRAWL_RESAMPLE_DAYS"))
+        self.resample_trusted = dt.timedelta(
+            days=settings.getfloat("SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS")
+        )
         self._rows: list[dict[str, Any]] = []
         self._priors: dict[str, tuple[int, float]] = {}
         self.by_segment: defaultdict[str, _SegmentRun] = defaultdict(_SegmentRun)
@@ -129,6 +163,10 @@ class CrawlState:
         self._now_for: dt.datetime | None = None
         self._now_text = ""
         self._unchanged: dict[str, int] | None = None
+        self._late: dict[str, tuple[int, int]] = {}
+        self._audit_shares: dict[str, float] = {}
+        #: When each sitemap read on this run was built (Last-Modified, else read time).
+        self.sitemap_as_of: dict[str, dt.datetime] = {}
 
     @classmethod
     def open(
@@ -165,19 +203,41 @@ class CrawlState:
         return None
 
     def sample_due(self, segment: str, now: dt.datetime) -> bool:
-        """On incremental runs, a segment whose lastmod stands verified is sampled again
-        only every ``SITEMAPCRAWL_RESAMPLE_DAYS`` (the audit keeps watching it meanwhile);
-        one without a verdict, UNVERIFIABLE, PARTIAL or STALE is sampled every run, and a
-        GENERATION_TIME one whose cluster stopped moving too."""
+        """On incremental runs, a segment with a standing verdict is sampled again only
+        every ``SITEMAPCRAWL_RESAMPLE_DAYS`` (``…_TRUSTED_DAYS`` once TRUSTED: the audit
+        and, before TRUSTED, the panel keep watching it meanwhile); one without a verdict
+        or UNVERIFIABLE is sampled every run, and a GENERATION_TIME one whose cluster
+        stopped moving too."""
         if not self.incremental:
             return True
         standing = self.segments.get(segment)
-        if standing is None or standing.verdict in (None, "UNVERIFIABLE", "PARTIAL", "STALE"):
+        if standing is None or standing.verdict in (None, "UNVERIFIABLE"):
             return True
         if standing.verdict == "GENERATION_TIME" and standing.counts.get("cluster_moves") == 0:
             return True  # the cluster stopped moving: the pages must say what it is now
         last = _utc(standing.counts.get("sampled_at"))
-        return last is None or now - last >= self.resample_after
+        every = self.resample_trusted if standing.verdict == "TRUSTED" else self.resample_after
+        return last is None or now - last >= every
+
+    def panel_due(self, segment: str) -> bool:
+        """Between samples, a segment whose lastmod is used before the cross-run score
+        confirmed it (PROVISIONAL, OVER_REPORTING, a PARTIAL one's dated subset, a
+        corrected TZ_SHIFT) has its fixed panel re-fetched on every run until the audits
+        reach ``PANEL_AUDITS``: with the audit, the random observations that catch a
+        lastmod which stays put while pages change (the issue's "fixed panel re-fetched
+        every run"). Past that, a miss rate of 5 % would have shown with 95 % power (design
+        §5d: 59 audits), and the audit alone goes on; TRUSTED segments rely on it too."""
+        standing = self.segments.get(segment)
+        if standing is None:
+            return False
+        counts = standing.counts
+        if float(counts.get("fn", 0.0)) + float(counts.get("tn", 0.0)) >= PANEL_AUDITS:
+            return False
+        return (
+            standing.verdict in ("PROVISIONAL", "OVER_REPORTING")
+            or (standing.verdict == "PARTIAL" and bool(counts.get("subset_trusted")))
+            or (standing.verdict == "TZ_SHIFT" and self.shift(segment) is not None)
+        )
 
     def cluster_moves(self, segment: str, centre: Any) -> int | None:
         """Consecutive fetches on which the segment's lastmod cluster moved, this one
@@ -281,7 +341,22 @@ class CrawlState:
             prior=prior,
             draw=audit_draw(self.seed, self.run_id, item.url),
             policy=self.policy,
+            shift=self.shift(item.segment),
+            captured=_captured(prev) if prev is not None else None,
+            audit_share=self._audit_share(item.segment, standing),
         )
+
+    def _audit_share(self, segment: str, standing: SegmentState | None) -> float | None:
+        """A TRUSTED segment's audit share, sized by need from its counts (cached)."""
+        if standing is None or standing.verdict != "TRUSTED":
+            return None
+        share = self._audit_shares.get(segment)
+        if share is None:
+            counts = standing.counts
+            share = self._audit_shares[segment] = trusted_audit_share(
+                float(counts.get("tp", 0.0)), float(counts.get("n_unch", 0.0)), DECAY, self.policy
+            )
+        return share
 
     def flush(self) -> None:
         if self._rows:
@@ -317,19 +392,38 @@ class CrawlState:
         prev = self.store.url(self.origin, url)
         interval = None
         observed: dict[str, Any] | None = None
+        miss: tuple[str, bool] | None = None
         if prev is not None and prev.fingerprint is not None and fingerprint is not None:
             before = _utc(prev.fetched_at)
-            if before is not None:
+            if before is not None and prev.fetched_at is not None:
                 seconds = max((fetched_at - before).total_seconds(), 0.0)
                 changed = fingerprint != prev.fingerprint
                 interval = (seconds, changed)
                 lastmod = parse_lastmod(prev.lastmod_raw) if prev.lastmod_raw else None
-                moved = bool(delta_l(lastmod, before, prev.fetched_lastmod_raw, compare_raw=True))
-                if lastmod is not None and lastmod.value is not None:
-                    self.by_segment[segment].observations.append(
-                        Observation(moved, changed, reason in RANDOM_REASONS)
+                moved = bool(
+                    delta_l(
+                        lastmod,
+                        before,
+                        prev.fetched_lastmod_raw,
+                        compare_raw=True,
+                        captured=_captured(prev),
+                        shift=self.shift(segment) or 0.0,
                     )
+                )
+                random = reason in RANDOM_REASONS
                 observed = {"changed": changed, "interval_s": seconds, "lastmod_moved": moved}
+                if lastmod is not None and lastmod.value is not None:
+                    seg = self.by_segment[segment]
+                    lagging = False
+                    if changed and not moved and random:
+                        # A miss, unless the sitemap was built before the change could be
+                        # in it; either way a later lastmod covering it settles it.
+                        lagging = self._lag_explains(prev.sitemap, before, page_modified)
+                        miss = (prev.fetched_at, not lagging)
+                        observed["lag_explained"] = lagging
+                        seg.lag_pending += lagging
+                    if not lagging:
+                        seg.observations.append(Observation(moved, changed, random))
         self.store.record_fetch(
             self.origin,
             self.run_id,
@@ -342,8 +436,65 @@ class CrawlState:
             http_last_modified=http_last_modified,
             etag=etag,
             interval=interval,
+            miss=miss,
         )
         return observed
+
+    def _lag_explains(self, sitemap: str, before: dt.datetime, page_modified: str | None) -> bool:
+        """Whether a change found between our fetch at ``before`` and now can be too recent
+        for the sitemap as read on this run: the whole window, or the page's own date (not
+        a render time: see ``PageEvidence.best_modified``) inside it, is after the moment
+        the sitemap was built (its ``Last-Modified``, else the time we read it)."""
+        as_of = self.sitemap_as_of.get(sitemap)
+        if as_of is None or (self.server_now or self.started) - as_of > MAX_LAG:
+            return False  # a file built days ago is not lagging: it is stale
+        if before > as_of:  # (the same second says nothing: HTTP dates are in seconds)
+            return True
+        modified = _utc(page_modified)
+        return modified is not None and modified >= before and modified > as_of
+
+    def shift(self, segment: str) -> float | None:
+        """A TZ_SHIFT segment's offset in seconds (lastmod minus the truth), else None."""
+        standing = self.segments.get(segment)
+        if standing is None or standing.verdict != "TZ_SHIFT":
+            return None
+        value = standing.counts.get("tz_shift_s")
+        return float(value) if value is not None else None
+
+    def _settle_misses(self) -> dict[str, tuple[int, int]]:
+        """Misses of earlier runs, settled now. A lastmod that moved into the window the
+        change happened in was late, not wrong (a lagged sitemap): the miss becomes a true
+        positive. One that moved past the window reports a later change that hides
+        whether the earlier one would have been reported: a counted miss stays counted,
+        one waiting for the sitemap is dropped. One that moved to an earlier time, or not
+        at all within ``LAG_RUNS`` runs, is a miss. Per segment: (late reports, misses
+        to add)."""
+        settled: list[str] = []
+        result: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for url, segment, raw, since, at, run, counted, moved in self.store.open_misses(
+            self.origin, self.run_id
+        ):
+            lastmod = parse_lastmod(raw) if raw and moved else None
+            start, end = _utc(since), _utc(at)
+            shift = self.shift(segment) or 0.0
+            if lastmod is not None and lastmod.value is not None and start and end:
+                if reports_within(lastmod, (start, end), shift):
+                    result[segment][0] += 1
+                    result[segment][1] -= int(counted)
+                elif not reports_within(
+                    lastmod, (dt.datetime.min.replace(tzinfo=dt.UTC), end), shift
+                ):
+                    pass  # superseded by a later change
+                else:
+                    result[segment][1] += int(not counted)
+            elif moved or self.run_id - run >= LAG_RUNS:
+                result[segment][1] += int(not counted)
+            else:
+                continue
+            settled.append(url)
+        if settled:
+            self.store.settle_misses(self.origin, settled)
+        return {segment: (late, fn) for segment, (late, fn) in result.items()}
 
     # -- verdicts --------------------------------------------------------------------------
 
@@ -357,7 +508,13 @@ class CrawlState:
         if self._unchanged is None:
             self.flush()
             self._unchanged = self.store.unchanged_counts(self.origin, self.run_id)
+            self._late = self._settle_misses()
         l2.add_run(seg.observations, self._unchanged.get(segment, 0))
+        late, misses = self._late.get(segment, (0, 0))
+        if late or misses:
+            l2.tp += late
+            l2.fn = max(0.0, l2.fn + misses)
+            l2.extra["late_reports"] = int(l2.extra.get("late_reports", 0)) + late
         previous = standing.verdict if standing is not None else None
         # §5a: a generation-time cluster is confirmed when it moves on 3 fetches in a row.
         centre = (evidence.get("l0") or {}).get("cluster_centre")
@@ -384,6 +541,12 @@ class CrawlState:
             l2,
             sampled=bool(evidence.get("n_sampled")),
         )
+        if name == "TZ_SHIFT":
+            k = evidence.get("k")
+            if k is not None:
+                l2.extra["tz_shift_s"] = int(k) * 3600
+        else:
+            l2.extra.pop("tz_shift_s", None)
         l2.extra["subset_trusted"] = int(
             static_name == "PARTIAL" and evidence.get("subset_verdict") == "PROVISIONAL"
         )
@@ -394,7 +557,10 @@ class CrawlState:
         )
         new = SegmentState(segment, name, since_run, l2.as_dict())
         self.store.save_segment(self.origin, self.run_id, new, reason, {**evidence, **extra})
-        return name, reason, {**extra, "verdict_since_run": since_run, "cluster_moves": moves}
+        extra = {**extra, "verdict_since_run": since_run, "cluster_moves": moves}
+        if late or seg.lag_pending:
+            extra["late_reports"] = {"settled": late, "waiting": seg.lag_pending}
+        return name, reason, extra
 
     def incremental_summary(self) -> dict[str, Any]:
         if not self.incremental:
@@ -457,6 +623,9 @@ class CrawlState:
         """A sitemap file read on this run. Only a complete read keeps validators (a
         truncated or faulty file is fetched whole next time)."""
         self.flush()
+        read_at = _utc(_header(response, b"Date")) or dt.datetime.now(dt.UTC)
+        built = _utc(_header(response, b"Last-Modified"))
+        self.sitemap_as_of[url] = min(built, read_at) if built is not None else read_at
         prev = self.store.sitemap(self.origin, url)
         digest = hashlib.blake2b(body, digest_size=16).hexdigest()
         if parent is not None and prev is not None and prev.body_hash is not None:

@@ -46,6 +46,8 @@ class SegmentRecord:
     index_lastmod: dt.datetime | None = None
     sitemaps: set[str] = field(default_factory=set)
     samples: list[dict[str, Any]] = field(default_factory=list)
+    #: only the fixed panel was fetched, for the cross-run score (no L1 sample due)
+    panel_only: bool = False
 
     def observe_sitemap(self, response: Response, index_lastmod: str | None) -> None:
         """Record a sitemap file of this segment: the server's "now" and its Last-Modified."""

@@ -17,6 +17,7 @@ from sitemapcrawl.verify.schedule import (
     change_rate,
     decide,
 )
+from sitemapcrawl.verify.scoring import wilson
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 CUT = NOW - timedelta(days=1)
@@ -77,6 +78,38 @@ def test_stale_from_audited_misses() -> None:
     )
 
 
+def test_one_miss_is_stale_while_the_recall_upper_bound_says_so() -> None:
+    """Early on (few true positives), one audited miss bounds recall below 0.85: STALE at
+    once (§5d "or R_hi < 0.85"); the same miss in a long honest history does not."""
+    early = CrossRun(tp=2, fp=1, fn=1, tn=24, n_unch=123)
+    m_lo = wilson(1, 25, 1.645)[0]  # the miss rate's one-sided 95 % lower bound
+    assert early.metrics()["recall_upper"] == round(2 / (2 + m_lo * 123), 4) == 0.6444
+    name, reason, _ = combine("PROVISIONAL", "30 of 30 agree.", "PROVISIONAL", early)
+    assert (name, reason) == (
+        "STALE",
+        "Across runs, 1 of 25 audited pages whose lastmod did not move had changed "
+        "(recall upper bound 0.64 < 0.85).",
+    )
+    mature = CrossRun(tp=200, fp=5, fn=1, tn=150, n_unch=4000, promote_streak=2)
+    assert mature.metrics()["recall_upper"] > 0.85
+    assert combine("PROVISIONAL", "30 of 30 agree.", "TRUSTED", mature)[0] == "TRUSTED"
+
+
+def test_decayed_misses_are_counted_as_the_misses_they_were() -> None:
+    """Three misses decayed by a run (2.93) are still three."""
+    l2 = CrossRun(tp=40, fp=0, fn=2.93, tn=40, n_unch=800)
+    assert combine("PROVISIONAL", "30 of 30 agree.", "PROVISIONAL", l2)[0] == "STALE"
+
+
+def test_a_corrected_tz_shift_is_still_judged_by_the_audit() -> None:
+    """TZ_SHIFT is a red flag (demote at once), but its lastmod is used corrected by the
+    offset, so audited misses make it STALE."""
+    clean = CrossRun(tp=20, fp=0, fn=0, tn=40, n_unch=400)
+    assert combine("TZ_SHIFT", "off by 5 h.", "TZ_SHIFT", clean)[0] == "TZ_SHIFT"
+    missing = CrossRun(tp=10, fp=0, fn=4, tn=16, n_unch=200)
+    assert combine("TZ_SHIFT", "off by 5 h.", "TZ_SHIFT", missing)[0] == "STALE"
+
+
 def test_generation_time_from_lift() -> None:
     # P(ΔC | ΔL) = 6/36 ≈ P(ΔC | no ΔL) = 3/18; few unchanged URLs, so recall stays high
     l2 = CrossRun(tp=6, fp=30, fn=3, tn=15, n_unch=5)
@@ -98,6 +131,9 @@ def test_no_sample_keeps_the_standing_verdict() -> None:
     assert combine(*args, "PROVISIONAL", l2, sampled=False)[0] == "PROVISIONAL"
     assert combine(*args, "PROVISIONAL", l2, sampled=True)[0] == "UNVERIFIABLE"
     assert combine(*args, None, l2, sampled=False)[0] == "UNVERIFIABLE"
+
+
+QUIET = [(2 * DAY, False)] * 3  # three fetch intervals without a change
 
 
 def run_decide(**over: object) -> Decision:
@@ -135,16 +171,51 @@ def run_decide(**over: object) -> Decision:
         ({"last_refetch": NOW - timedelta(days=40), "last_fetch": None}, (True, "max_age")),
         ({"lastmod": None, "last_fetch": None}, (True, "undated")),
         ({"verdict": "GENERATION_TIME", "last_fetch": None}, (True, "no_history")),
-        ({"verdict": "GENERATION_TIME"}, (False, "poisson_wait")),
+        ({"verdict": "GENERATION_TIME"}, (True, "no_history")),  # fetched once: no interval
+        ({"verdict": "GENERATION_TIME", "intervals": QUIET}, (False, "poisson_wait")),
         (
             {"verdict": "GENERATION_TIME", "intervals": [(DAY, True)] * 4},
             (True, "poisson"),
         ),
         ({"verdict": "STALE", "previous_raw": "2026-11-10"}, (True, "lastmod_changed")),
-        ({"verdict": "STALE"}, (False, "poisson_wait")),
+        ({"verdict": "STALE", "intervals": QUIET}, (False, "poisson_wait")),
         ({"verdict": "PARTIAL", "subset_trusted": True}, (False, "lastmod_unchanged")),
-        ({"verdict": "PARTIAL"}, (False, "poisson_wait")),
-        ({"verdict": None, "last_fetch": NOW - timedelta(days=31)}, (True, "max_age")),
+        ({"verdict": "PARTIAL", "intervals": QUIET}, (False, "poisson_wait")),
+        # a lagged sitemap: the value moved into the window our last fetch found it in
+        (
+            {
+                "previous_raw": "2026-11-10",
+                "lastmod": parse_lastmod("2026-11-27T13:00:00Z"),
+                "captured": (NOW - timedelta(days=3), NOW - timedelta(days=2)),
+            },
+            (False, "lastmod_unchanged"),
+        ),
+        (
+            {
+                "previous_raw": "2026-11-10",
+                "lastmod": parse_lastmod("2026-11-28T13:00:00Z"),  # after that fetch
+                "captured": (NOW - timedelta(days=3), NOW - timedelta(days=2)),
+            },
+            (True, "lastmod_changed"),
+        ),
+        # TZ_SHIFT: used corrected by its offset, with the PROVISIONAL audit
+        ({"verdict": "TZ_SHIFT", "draw": 0.05}, (True, "no_history")),
+        ({"verdict": "TZ_SHIFT", "shift": 5 * 3600.0, "draw": 0.05}, (True, "audit")),
+        (
+            {
+                "verdict": "TZ_SHIFT",
+                "shift": 5 * 3600.0,
+                "since_last": False,
+                "lastmod": parse_lastmod("2026-11-29T04:00:00Z"),  # 23:00 the day before
+            },
+            (False, "lastmod_unchanged"),
+        ),
+        # a TRUSTED segment's audit share sized by need
+        ({"draw": 0.02, "audit_share": 0.01}, (False, "lastmod_unchanged")),
+        (
+            {"verdict": None, "last_fetch": NOW - timedelta(days=31), "intervals": QUIET},
+            (True, "max_age"),
+        ),
     ],
 )
 def test_decide(over: dict[str, object], expected: tuple[bool, str]) -> None:

@@ -19,6 +19,7 @@ from sitemapcrawl.verify.sampling import (
     url_hash,
 )
 from sitemapcrawl.verify.scoring import (
+    MAX_LAG,
     SegmentL0,
     SegmentL0Accumulator,
     agreement,
@@ -1004,3 +1005,27 @@ def test_news_sitemap_stamped_with_one_second_is_generation_time() -> None:
     assert "generation_time_suspected" not in l0_signals(honest.result(now, news=True), now)
     verdict = static_verdict(stamped.result(now, news=True), [], now)
     assert verdict.name == "GENERATION_TIME"
+
+
+def test_lagged_only_for_a_sitemap_built_recently() -> None:
+    """A lastmod older than the page's date is LAGGED when the page changed after the
+    sitemap file was built within MAX_LAG of t_ref; an older file is stale, not late."""
+    p = parse_lastmod
+    now = datetime(2024, 6, 10, tzinfo=UTC)
+    lastmod, page = p("2024-06-01T08:00:00Z"), p("2024-06-09T20:00:00Z")
+    recent = now - timedelta(hours=10)
+    assert agreement(lastmod, page, None, now, built=recent) == "LAGGED"
+    assert agreement(lastmod, page, None, now, built=now - MAX_LAG - timedelta(seconds=1)) == (
+        "LASTMOD_OLDER"
+    )
+    # before the build, the page's change could have been in the sitemap
+    assert agreement(lastmod, p("2024-06-09T12:00:00Z"), None, now, built=recent) == (
+        "LASTMOD_OLDER"
+    )
+    assert agreement(lastmod, page, None, now) == "LASTMOD_OLDER"
+    # LAGGED pages are not evidence: 25 agreeing of 25 with evidence is PROVISIONAL
+    acc = SegmentL0Accumulator()
+    for day in range(1, 31):
+        acc.add(p(f"2024-05-{day:02d}T08:00:00Z"))
+    verdict = static_verdict(acc.result(now), ["AGREE"] * 25 + ["LAGGED"] * 5, now)
+    assert (verdict.name, verdict.evidence["n_ev"]) == ("PROVISIONAL", 25)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import sqlite3
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -57,6 +59,7 @@ class Site:
             "posts": self.now - dt.timedelta(days=3),
             "pages": self.now - dt.timedelta(days=400),
         }
+        self.lagging = False  # edits reach the pages, not the posts sitemap (until rebuilt)
         self.write()
 
     def edit(self, *posts: int, lastmod: bool = True) -> None:
@@ -86,7 +89,8 @@ class Site:
             pages.append((f"/pages/{i}", iso(self.now)))
             modified = self.now - dt.timedelta(days=30 + 20 * i)
             _write(root / "pages" / str(i), _page(modified, f"A page about {WORDS[i % 6]}."))
-        _write(root / "sitemaps" / "posts.xml", _urlset(posts))
+        if not self.lagging:
+            _write(root / "sitemaps" / "posts.xml", _urlset(posts))
         _write(root / "sitemaps" / "pages.xml", _urlset(pages))
         children = "".join(
             f"<sitemap><loc>{{base}}/sitemaps/{name}.xml</loc>"
@@ -99,6 +103,11 @@ class Site:
             "</sitemapindex>",
         )
         _write(root / "robots.txt", "User-agent: *\nSitemap: {base}/sitemap_index.xml\n")
+
+
+def _built_at(path: Path, moment: dt.datetime) -> None:
+    """Set a file's mtime: the server's ``Last-Modified`` for it."""
+    os.utime(path, (moment.timestamp(), moment.timestamp()))
 
 
 def _page(modified: dt.datetime, text: str) -> str:
@@ -210,18 +219,19 @@ async def test_second_run_is_conditional_and_decides_per_segment(
     got = decisions(items2)
     assert got == {
         **{f"posts/{i}": (False, "lastmod_unchanged") for i in range(POSTS)},
-        # sampled once on run 1: one fetch is no change history yet; the prior waits
-        **{f"pages/{i}": (False, "poisson_wait") for i in range(PAGES)},
+        # sampled once on run 1: one fetch is no interval to learn a change rate from
+        **{f"pages/{i}": (True, "no_history") for i in range(PAGES)},
     }
     assert report2["incremental"]["by_reason"] == {
         "lastmod_unchanged": POSTS,
-        "poisson_wait": PAGES,
+        "no_history": PAGES,
     }
-    assert report2["incremental"]["refetch"] == 0
+    assert report2["incremental"]["refetch"] == PAGES
     assert report2["incremental"]["cut"] == report1["segments"][0]["t_ref"]
 
-    # Three posts edited: the index and posts.xml change, pages.xml is still 304; exactly
-    # the three posts are marked and (pages=refetch) fetched, and seen to have changed.
+    # Three posts edited: the index and posts.xml change, pages.xml is still 304; of the
+    # posts exactly the three are marked and (pages=refetch) fetched, and seen to have
+    # changed; the untrusted pages are fetched a second time, to learn their change rate.
     built.edit(0, 1, 2)
     items3, report3, crawler3, log3 = await run(server, state, since="last", pages="refetch")
     stats3 = our_stats(crawler3)
@@ -229,13 +239,15 @@ async def test_second_run_is_conditional_and_decides_per_segment(
     assert decisions(items3) == {
         **{f"posts/{i}": (True, "lastmod_changed") for i in range(3)},
         **{f"posts/{i}": (False, "lastmod_unchanged") for i in range(3, POSTS)},
-        **{f"pages/{i}": (False, "poisson_wait") for i in range(PAGES)},
+        # run 2 fetched no page (pages=none): still one fetch each
+        **{f"pages/{i}": (True, "no_history") for i in range(PAGES)},
     }
     assert paths(log3, "/posts/") == ["/posts/0", "/posts/1", "/posts/2"]
-    assert paths(log3, "/pages/") == []
-    assert stats3["sitemapcrawl/refetch/requested_count"] == 3
+    assert paths(log3, "/pages/") == sorted(f"/pages/{i}" for i in range(PAGES))
+    assert stats3["sitemapcrawl/refetch/requested_count"] == 3 + PAGES
     assert stats3["sitemapcrawl/refetch/changed_count"] == 3
-    assert stats3["sitemapcrawl/incremental/refetch_count"] == 3
+    assert stats3["sitemapcrawl/refetch/unchanged_count"] == PAGES
+    assert stats3["sitemapcrawl/incremental/refetch_count"] == 3 + PAGES
     # by lastmod alone 23 "changed": the three posts (their value moved), and the pages
     # stamped with the generation time (within the regeneration lag of the cut)
     assert report3["incremental"]["lastmod_after_since"] == 3 + PAGES
@@ -273,7 +285,8 @@ async def test_cross_run_score_promotes_then_demotes(
     state = tmp_path / "state.sqlite"
     _, report1, _, _ = await run(server, state, sample="on")
     assert verdicts(report1)[POSTS_SEG] == "PROVISIONAL"
-    every_run = {"SITEMAPCRAWL_RESAMPLE_DAYS": 0}  # sample a verified segment every run
+    # sample a verified segment every run
+    every_run = {"SITEMAPCRAWL_RESAMPLE_DAYS": 0, "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0}
 
     built.edit(*range(12))
     _, report2, _, _ = await run(
@@ -332,7 +345,7 @@ async def test_audit_share_and_since_date(site: tuple[Site, MockServer], tmp_pat
     assert len(after) == 3
     assert decisions(items) == {
         **{f"posts/{i}": (True, "lastmod_changed" if i in after else "audit") for i in range(25)},
-        **{f"pages/{i}": (False, "poisson_wait") for i in range(PAGES)},
+        **{f"pages/{i}": (True, "no_history") for i in range(PAGES)},  # fetched once
     }
     incremental = report["incremental"]
     assert incremental["since"] == iso(cut)
@@ -343,7 +356,7 @@ async def test_audit_share_and_since_date(site: tuple[Site, MockServer], tmp_pat
     assert incremental["by_reason"] == {
         "audit": POSTS - 3,
         "lastmod_changed": 3,
-        "poisson_wait": PAGES,
+        "no_history": PAGES,
     }
 
 
@@ -536,14 +549,27 @@ async def test_incremental_runs_resample_verified_segments_weekly(
 ) -> None:
     _, server = site
     state = tmp_path / "state.sqlite"
-    _, _, _, log1 = await run(server, state, sample="on")
+    _, report1, _, log1 = await run(server, state, sample="on")
     assert len(paths(log1, "/posts/")) == POSTS
-    # verified on run 1 (PROVISIONAL; GENERATION_TIME from the sitemap alone): not again
+    panel = sorted(
+        s["url"].removeprefix(server.base)
+        for s in report1["segments"][1]["samples"]
+        if s["in_panel"]
+    )
+    assert len(panel) == 10  # SITEMAPCRAWL_SAMPLE_PANEL
+    # verified on run 1 (PROVISIONAL; GENERATION_TIME from the sitemap alone): not sampled
+    # again, but the PROVISIONAL posts' panel is fetched for the cross-run score
     _, report2, crawler2, log2 = await run(server, state, sample="on", since="last")
-    assert paths(log2, "/posts/") == paths(log2, "/pages/") == []
-    assert our_stats(crawler2)["sitemapcrawl/sample/skipped_segment_count"] == 2
+    assert paths(log2, "/posts/") == panel
+    assert paths(log2, "/pages/") == []
+    stats2 = our_stats(crawler2)
+    assert stats2["sitemapcrawl/sample/skipped_segment_count"] == 1
+    assert stats2["sitemapcrawl/sample/panel_segment_count"] == 1
     assert verdicts(report2) == {POSTS_SEG: "PROVISIONAL", PAGES_SEG: "GENERATION_TIME"}
-    assert report2["segments"][1]["reason"].startswith("Kept PROVISIONAL: no pages were")
+    posts2 = report2["segments"][1]
+    assert posts2["reason"].startswith("Kept PROVISIONAL: no pages were")
+    assert posts2["outcomes"] == {}  # the panel is not an L1 sample
+    assert posts2["cross_run"]["l2"]["tn"] == 10  # …but ten random unchanged pages for L2
     # a run that is not incremental samples as asked
     _, _, _, log3 = await run(server, state, sample="on")
     assert len(paths(log3, "/posts/")) == POSTS
@@ -569,3 +595,65 @@ async def test_a_cluster_that_stays_put_is_a_stamp_not_the_generation_time(
         ("OVER_REPORTING", "GENERATION_TIME"),  # held: one clean run of the two needed
         ("OVER_REPORTING", "OVER_REPORTING"),
     ]
+
+
+@deferred_f_from_coro_f
+async def test_a_lagged_sitemap_reports_late_not_wrong(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    """A sitemap rebuilt some time after the pages change: the audit finds changes the
+    lastmod does not show yet. A change after the moment the sitemap was built (its
+    Last-Modified) waits for the rebuild instead of counting as a miss; the rebuild's
+    lastmods, inside the window our fetch found the change in, settle it as a true positive
+    and are not fetched again; a change no rebuild ever reports counts as a miss after
+    ``LAG_RUNS`` runs."""
+    built, server = site
+    state = tmp_path / "state.sqlite"
+    audit_all = {"SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL": 1.0}
+    posts_xml = built.root / "sitemaps" / "posts.xml"
+    _built_at(posts_xml, built.now - dt.timedelta(hours=1))
+    _, report1, _, _ = await run(server, state, sample="on")
+    assert verdicts(report1)[POSTS_SEG] == "PROVISIONAL"
+    time.sleep(1.1)  # HTTP dates are in seconds: the edits come after run 1's fetches
+
+    # Posts 0-3 change; the sitemap (built an hour ago) does not show it yet.
+    built.lagging = True
+    stamp = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    for i in range(4):
+        built.posts[i]["edition"] += 1
+        built.posts[i]["modified"] = stamp
+    built.write()
+    time.sleep(1.1)
+    items2, report2, _, _ = await run(server, state, audit_all, since="last", pages="refetch")
+    posts2 = report2["segments"][1]
+    assert posts2["segment"] == POSTS_SEG
+    assert decisions(items2)["posts/0"] == (True, "audit")
+    assert report2["incremental"]["pages_changed"] == 4
+    l2 = posts2["cross_run"]["l2"]
+    assert (l2["tp"], l2["fn"]) == (0, 0)  # not misses: the sitemap predates the changes
+    assert posts2["cross_run"]["late_reports"] == {"settled": 0, "waiting": 4}
+    assert posts2["verdict"] == "PROVISIONAL"
+
+    # The rebuild reports posts 0-2 (post 3's lastmod stays put: that one is a miss).
+    built.lagging = False
+    kept = built.posts[3]["modified"]
+    built.posts[3]["modified"] = built.now - dt.timedelta(days=3 + 7 * 3, hours=3)
+    built.write()
+    built.posts[3]["modified"] = kept
+    items3, report3, _, log3 = await run(server, state, since="last", pages="refetch")
+    posts3 = report3["segments"][1]
+    got = decisions(items3)
+    # posts 0-2 moved to times our run-2 fetches already have: nothing to fetch
+    assert [got[f"posts/{i}"] for i in range(4)] == [(False, "lastmod_unchanged")] * 4
+    assert paths(log3, "/posts/") == []
+    l2 = posts3["cross_run"]["l2"]
+    assert (l2["tp"], l2["fn"]) == (3, 0)
+    assert posts3["cross_run"]["late_reports"] == {"settled": 3, "waiting": 0}
+
+    # post 3 is still not reported a run later: a miss after all
+    _, report4, _, _ = await run(server, state, since="last", pages="refetch")
+    l2 = report4["segments"][1]["cross_run"]["l2"]
+    assert (l2["tp"], l2["fn"]) == (2.93, 1.0)  # 3 decayed by a run; the miss added
+    with sqlite3.connect(state) as db:
+        waiting = db.execute("SELECT count(*) FROM urls WHERE miss_at IS NOT NULL").fetchone()
+    assert waiting == (0,)

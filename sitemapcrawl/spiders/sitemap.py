@@ -1021,16 +1021,23 @@ class SitemapCrawlSpider(SitemapSpider):
         self, response: Response, task: SitemapTask, stored: tuple[bytes, str]
     ) -> Iterator[Any]:
         """Read ``stored`` (body, Content-Encoding) in place of ``response``'s body, keeping
-        its clock (``Date``) and the file's known validators."""
+        its clock (``Date``) and validators (else the file's known ones)."""
         state = self.crawl_state
         assert state is not None
         body, encoding = stored
         known = state.known_sitemap(task.url)
         headers = _dated(response.headers)
-        if known is not None and known.etag:
-            headers[b"ETag"] = known.etag.encode("latin-1")
-        if known is not None and known.last_modified:
-            headers[b"Last-Modified"] = known.last_modified.encode("latin-1")
+        # A 304 carries the validators a 200 would have (RFC 9110 15.4.5): a file written
+        # again with the same bytes has a newer Last-Modified, the moment it was current.
+        for name, known_value in (
+            (b"ETag", known.etag if known is not None else None),
+            (b"Last-Modified", known.last_modified if known is not None else None),
+        ):
+            value = response.headers.get(name)
+            if not value and known_value:
+                value = known_value.encode("latin-1")
+            if value:
+                headers[name] = value
         if encoding:
             headers[b"Content-Encoding"] = encoding.encode("latin-1")
         replayed = Response(response.url, status=200, headers=headers, body=body)

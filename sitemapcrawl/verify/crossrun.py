@@ -18,6 +18,7 @@ Thresholds (defaults from the design; the simulated-web benchmark is where to tu
 ``PROMOTE_RUNS``          2        §5d hysteresis: promote only after twice the evidence
 ``STALE_MISSES``          3        §5d "≥ 3 audited misses and R̂ < 0.8"
 ``STALE_RECALL``          0.8
+``STALE_RECALL_UPPER``    0.85     §5d "(or R_hi < 0.85)": one miss is enough when the bound says so
 ``OVER_PRECISION``        0.5      §5d OVER_REPORTING: R_lo ≥ 0.8 but P < 0.5 …
 ``OVER_EVENTS``           20       … over ≥ 20 ΔL events
 ``GEN_EVENTS``            30       §5d GENERATION_TIME by lift ≈ 1 over ≥ 30 ΔL events
@@ -50,6 +51,7 @@ MIN_TP = 10
 PROMOTE_RUNS = 2
 STALE_MISSES = 3
 STALE_RECALL = 0.8
+STALE_RECALL_UPPER = 0.85
 OVER_PRECISION = 0.5
 OVER_EVENTS = 20
 GEN_EVENTS = 30
@@ -133,10 +135,13 @@ class CrossRun:
         misses = min(round(self.fn), n_a)
         m = self.fn / audits if audits else None
         m_lo, m_hi = wilson(misses, n_a, Z_L2) if n_a else (0.0, 1.0)
-        recall = recall_lo = None
+        recall = recall_lo = recall_hi = None
         if self.tp > 0 and m is not None:
             recall = self.tp / (self.tp + m * self.n_unch)
             recall_lo = self.tp / (self.tp + m_hi * self.n_unch)
+            recall_hi = self.tp / (self.tp + m_lo * self.n_unch)
+        elif m is not None and misses:
+            recall = recall_hi = 0.0  # changes seen only where lastmod stood still
         lift = None
         if precision is not None and m is not None:
             lift = math.inf if m == 0 else precision / m
@@ -153,6 +158,7 @@ class CrossRun:
             "miss_rate_bounds": [_r(m_lo), _r(m_hi)],
             "recall": _r(recall),
             "recall_lower": _r(recall_lo),
+            "recall_upper": _r(recall_hi),
             "lift": None if lift is None else ("inf" if math.isinf(lift) else _r(lift)),
             "runs": self.runs,
         }
@@ -195,14 +201,26 @@ def combine(
             l2.promote_streak = 0
         return name, reason, evidence
 
-    # Red flags demote at once.
-    if static_name in RED:
+    misses = round(fn)  # decayed counts: three misses a run ago are 2.93
+    recall_hi = m["recall_upper"]
+    stale = (misses >= STALE_MISSES and recall is not None and recall < STALE_RECALL) or (
+        misses >= 1 and recall_hi is not None and recall_hi < STALE_RECALL_UPPER
+    )
+    # Red flags demote at once. A TZ_SHIFT lastmod is used corrected, so the audit still
+    # judges it: misses make it STALE.
+    if static_name in RED and not (static_name == "TZ_SHIFT" and stale):
         return result(static_name, static_reason)
-    if fn >= STALE_MISSES and recall is not None and recall < STALE_RECALL:
+    if stale:
+        assert recall is not None
+        bound = (
+            f"estimated recall {recall:.2f} < {STALE_RECALL:.2f}"
+            if misses >= STALE_MISSES and recall < STALE_RECALL
+            else f"recall upper bound {recall_hi or 0.0:.2f} < {STALE_RECALL_UPPER:.2f}"
+        )
         return result(
             "STALE",
             f"Across runs, {fn:.0f} of {m['audits']:.0f} audited pages whose lastmod did not "
-            f"move had changed (estimated recall {recall:.2f} < {STALE_RECALL:.2f}).",
+            f"move had changed ({bound}).",
         )
     lift = m["lift"]
     if events >= GEN_EVENTS and lift not in (None, "inf") and float(lift) < GEN_LIFT:

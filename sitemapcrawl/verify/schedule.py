@@ -5,16 +5,22 @@ The decision uses a URL's lastmod only where its segment's standing verdict allo
 * **TRUSTED, PROVISIONAL, OVER_REPORTING** (and the dated URLs of a PARTIAL segment whose
   dated subset passed): refetch iff the lastmod may have moved since the cut — its interval's
   upper bound (so a date-only value covers its whole day in any timezone) is after ``since``,
-  or, on ``since=last`` runs, the raw value differs from the previous run's. Otherwise a
-  seeded random **audit** share is refetched anyway (the audit is what measures misses),
+  or, on ``since=last`` runs, the raw value differs from the previous run's — unless the
+  new value reports a time between our last two fetches of the page and the later one found
+  the change (a lagged sitemap catching up with a change that fetch already has). Otherwise a
+  seeded random **audit** share is refetched anyway (the audit is what measures misses;
+  on TRUSTED segments sized by need, see :func:`trusted_audit_share`),
   and a **max-age** safety net refetches what has not been refetched for too long.
+* **TZ_SHIFT** with a known offset of k whole hours: as PROVISIONAL, the lastmod corrected
+  by -k h.
 * **STALE**: a moving lastmod still triggers a refetch (it is right when it moves); the rest
   follow the change-rate schedule (the hybrid of §5d).
-* **everything else** (GENERATION_TIME, ABSENT, INVALID, TZ_SHIFT, UNVERIFIABLE, or no
+* **everything else** (GENERATION_TIME, ABSENT, INVALID, UNVERIFIABLE, or no
   verdict yet): lastmod is ignored. Each URL's change rate λ̂ is estimated from our own
   fetches (the irregular-interval MLE of Kolobov et al., pooled with the segment's rate as a
   prior of one pseudo-change), and the URL is refetched when the probability that it changed
-  since our last fetch, 1 - exp(-λ̂·Δt), reaches θ. A URL with no fetch history is refetched.
+  since our last fetch, 1 - exp(-λ̂·Δt), reaches θ. A URL with no fetch history, or fetched
+  only once (no interval to learn from), is refetched.
 
 Reasons (``refetch_reason``): new, lastmod_changed, lastmod_unchanged, audit, max_age,
 undated, no_history, poisson, poisson_wait.
@@ -24,11 +30,12 @@ from __future__ import annotations
 
 import hashlib
 import math
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from sitemapcrawl.verify.crossrun import TRUSTING
+from sitemapcrawl.verify.crossrun import TRUSTING, Z_L2
 from sitemapcrawl.verify.scoring import lastmod_interval
 
 if TYPE_CHECKING:
@@ -44,6 +51,8 @@ __all__ = [
     "change_rate",
     "decide",
     "delta_l",
+    "reports_within",
+    "trusted_audit_share",
 ]
 
 DAY = 86_400.0
@@ -59,6 +68,7 @@ class Policy:
     max_age: timedelta = timedelta(days=30)  # refetch at least this often
     audit_trusted: float = 0.03  # audit share of unchanged URLs, TRUSTED / OVER_REPORTING
     audit_provisional: float = 0.08  # … PROVISIONAL and PARTIAL
+    audit_min: int = 5  # audited URLs per TRUSTED segment and run, at least
     prior_rate: float = 1 / (30 * DAY)  # per second, when the segment has no history either
 
 
@@ -82,9 +92,21 @@ def audit_draw(seed: str, run: int, url: str) -> float:
 
 
 def delta_l(
-    lastmod: LastMod | None, since: datetime, previous_raw: str | None, compare_raw: bool
+    lastmod: LastMod | None,
+    since: datetime,
+    previous_raw: str | None,
+    compare_raw: bool,
+    *,
+    captured: tuple[datetime, datetime] | None = None,
+    shift: float = 0.0,
 ) -> bool | None:
     """Whether lastmod says "possibly changed since ``since``" (None: no usable lastmod).
+
+    ``captured``: the window ``(start, end]`` between our last two fetches of the page when
+    the later one found its content changed. A value that moved to a time inside it is a
+    late report (a lagged sitemap) of the change that fetch already has: it says nothing
+    about the time since. ``shift``: seconds to subtract from the value (a segment whose
+    lastmod is off by whole hours, TZ_SHIFT).
 
     >>> from sitemapcrawl.sitemaps.dates import parse_lastmod as p
     >>> from datetime import UTC
@@ -95,12 +117,44 @@ def delta_l(
     False
     >>> delta_l(p("2024-05-30"), cut, "2024-05-29", True)  # the value moved
     True
+    >>> window = (cut - timedelta(days=3), cut)
+    >>> delta_l(p("2024-05-30T08:00:00Z"), cut, "2024-05-01", True, captured=window)
+    False
+    >>> delta_l(p("2024-06-01T15:00:00Z"), cut, None, False, shift=5 * 3600)  # 10:00 really
+    False
     """
     if lastmod is None or lastmod.value is None:
         return None
     if compare_raw and previous_raw is not None and previous_raw != lastmod.raw:
-        return True
-    return lastmod_interval(lastmod)[1] > since
+        return captured is None or not reports_within(lastmod, captured, shift)
+    return _shifted(lastmod_interval(lastmod)[1], shift) > since
+
+
+def reports_within(lastmod: LastMod, window: tuple[datetime, datetime], shift: float = 0.0) -> bool:
+    """Whether ``lastmod`` (corrected by ``shift`` seconds) reports a change inside the
+    window ``(start, end]``: all the times it may stand for (a date-only value or one
+    without a timezone: its whole day, ± 14 h) are inside.
+
+    >>> from sitemapcrawl.sitemaps.dates import parse_lastmod as p
+    >>> from datetime import UTC
+    >>> window = (datetime(2024, 6, 1, tzinfo=UTC), datetime(2024, 6, 2, tzinfo=UTC))
+    >>> reports_within(p("2024-06-01T10:00:00Z"), window)
+    True
+    >>> reports_within(p("2024-06-01"), window)  # a day in some timezone: may be outside
+    False
+    """
+    if lastmod.value is None:
+        return False
+    start, end = window
+    lo, hi = lastmod_interval(lastmod, tau=timedelta(0))
+    return start < _shifted(lo, shift) and _shifted(hi, shift) <= end
+
+
+def _shifted(moment: datetime, shift: float) -> datetime:
+    if shift:
+        with suppress(OverflowError):  # a value at the ends of the calendar stays there
+            return moment - timedelta(seconds=shift)
+    return moment
 
 
 def change_rate(
@@ -153,6 +207,34 @@ def change_rate(
     return math.sqrt(lo * hi)
 
 
+def trusted_audit_share(
+    tp: float, n_unchanged: float, decay: float, policy: Policy, *, target: float = 0.85
+) -> float:
+    """The audit share that keeps a TRUSTED segment's recall lower bound near ``target``.
+
+    The bound is TP / (TP + m_hi·N_unch); with no miss, the one-sided Wilson bound on the
+    miss rate after n audits is about z²/(n + z²), so the bound holds while the decayed
+    audit count is n ≥ z²(1/m* - 1), m* = (TP/N_unch)(1/target - 1). With counts decaying
+    by ``decay`` per run, that takes (1 - decay)·n audits per run: a number that depends on
+    the segment's change rate, not its size. So the share is that number (at least
+    ``policy.audit_min``) over the run's ΔL = 0 URLs, at most ``policy.audit_trusted``:
+    on a large segment the audit costs a few fetches per run, not a percentage.
+
+    >>> round(trusted_audit_share(219, 4166, 0.977, Policy()), 3)  # 100 URLs, 5 % change
+    0.03
+    >>> round(trusted_audit_share(21900, 416600, 0.977, Policy()), 5)  # 10,000 URLs
+    0.00069
+    """
+    per_run_unchanged = n_unchanged * (1 - decay)
+    if tp <= 0 or per_run_unchanged <= 0:
+        return policy.audit_trusted
+    z2 = Z_L2**2
+    m_star = (tp / n_unchanged) * (1 / target - 1)
+    needed = (1 - decay) * z2 * (1 / m_star - 1)
+    share = max(needed, policy.audit_min) / per_run_unchanged
+    return min(share, policy.audit_trusted)
+
+
 def change_probability(rate: float, seconds: float) -> float:
     """P(at least one change in ``seconds``) for a Poisson rate per second."""
     return -math.expm1(-rate * max(seconds, 0.0))
@@ -174,24 +256,31 @@ def decide(
     prior: tuple[int, float],
     draw: float,
     policy: Policy,
+    shift: float | None = None,
+    captured: tuple[datetime, datetime] | None = None,
+    audit_share: float | None = None,
 ) -> Decision:
     """One URL's refetch decision (see the module docstring).
 
     ``known``: the state has the URL from an earlier run; ``since_last``: the cut is the
-    previous run (so a changed raw value also counts); ``draw``: :func:`audit_draw`.
+    previous run (so a changed raw value also counts); ``draw``: :func:`audit_draw`;
+    ``shift``: a TZ_SHIFT segment's offset in seconds (lastmod minus the truth): its lastmod
+    is used corrected, with the PROVISIONAL audit; ``captured``: see :func:`delta_l`;
+    ``audit_share``: a TRUSTED or OVER_REPORTING segment's audit share when set (see
+    :func:`trusted_audit_share`), else ``policy.audit_trusted``.
     """
     if not known and since_last:
         return Decision(True, "new")
-    moved = delta_l(lastmod, since, previous_raw, since_last)
-    trusting = verdict in TRUSTING or (verdict == "PARTIAL" and subset_trusted)
+    corrected = verdict == "TZ_SHIFT" and shift is not None
+    moved = delta_l(lastmod, since, previous_raw, since_last, captured=captured, shift=shift or 0.0)
+    trusting = verdict in TRUSTING or (verdict == "PARTIAL" and subset_trusted) or corrected
     if trusting and moved is not None:
         if moved:
             return Decision(True, "lastmod_changed", True)
-        share = (
-            policy.audit_trusted
-            if verdict in ("TRUSTED", "OVER_REPORTING")
-            else (policy.audit_provisional)
-        )
+        if verdict in ("TRUSTED", "OVER_REPORTING"):
+            share = policy.audit_trusted if audit_share is None else audit_share
+        else:
+            share = policy.audit_provisional
         if draw < share:
             return Decision(True, "audit", False)
         latest = max((t for t in (last_refetch, last_fetch) if t is not None), default=None)
@@ -200,7 +289,8 @@ def decide(
         return Decision(False, "lastmod_unchanged", False)
     if verdict == "STALE" and moved:
         return Decision(True, "lastmod_changed", True)
-    if last_fetch is None:  # never fetched by us: no history to estimate a rate from
+    if last_fetch is None or (not trusting and not intervals):
+        # never fetched, or fetched once: no interval to estimate a rate from yet
         return Decision(True, "undated" if trusting else "no_history", moved)
     if _older(last_fetch, now, policy.max_age):
         return Decision(True, "max_age", moved)

@@ -40,6 +40,7 @@ name                           value       source
 ``STALE_LB``                   0.10        §5c STALE
 ``OVER_REPORTING_LB``          0.3         §5c OVER_REPORTING
 ``ESCALATED_SAMPLE``           60          §5b escalate to 60 pages per segment
+``MAX_LAG``                    2 days      ours: built earlier, a sitemap is stale, not late
 ``Z``                          1.96        §5b (95 %)
 =============================  ==========  ======================================
 
@@ -69,7 +70,13 @@ Choices the design leaves open (each is marked "ours" above or here):
   or not). Sentinels (1970-01-01, 9999…) parse, count in N_L and are reported
   in ``sentinel_share``; the design has no rule for them.
 * FUTURE counts as page evidence (the clock is the evidence): n_ev counts
-  every outcome except NO_EVIDENCE and NO_LASTMOD.
+  every outcome except NO_EVIDENCE, NO_LASTMOD and LAGGED.
+* LAGGED (ours): a lastmod older than the page's date where that date is after
+  the moment the sitemap file was built (its ``Last-Modified``): a sitemap
+  rebuilt every few hours cannot show a later change, so the page says nothing
+  about its lastmod; the L2 audit settles such changes once the sitemap
+  catches up. Only for a file built within ``MAX_LAG`` (2 days) of t_ref: a
+  sitemap older than that is not lagging, it is stale.
 * TZ_SHIFT:k carries a signed k = (lastmod - evidence) in hours; correct the
   lastmod by subtracting k hours. A segment-level L1 shift additionally needs
   a Wilson LB ≥ 0.10 over n_ev, the STALE bar, so that a few shifted pages in
@@ -110,6 +117,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AGREE",
     "FUTURE",
+    "LAGGED",
     "LASTMOD_NEWER",
     "LASTMOD_OLDER",
     "NO_EVIDENCE",
@@ -163,6 +171,7 @@ PROVISIONAL_LB = 0.8
 STALE_LB = 0.10
 OVER_REPORTING_LB = 0.3
 ESCALATED_SAMPLE = 60
+MAX_LAG = timedelta(days=2)
 Z = 1.96
 
 # --- L1 outcomes (§5c) ----------------------------------------------------
@@ -174,6 +183,7 @@ PUBDATE_AS_LASTMOD = "PUBDATE_AS_LASTMOD"
 FUTURE = "FUTURE"
 NO_EVIDENCE = "NO_EVIDENCE"
 NO_LASTMOD = "NO_LASTMOD"
+LAGGED = "LAGGED"  # LASTMOD_OLDER, but the page changed after the sitemap was built
 
 # --- verdicts (§0, §5d). TRUSTED needs the L2 recall bound. ---------------
 VERDICTS: tuple[str, ...] = (
@@ -676,6 +686,7 @@ def agreement(
     t_ref: datetime,
     *,
     tau: timedelta = TAU,
+    built: datetime | None = None,
 ) -> str:
     """Compare one page's lastmod with its own evidence (§5c).
 
@@ -687,7 +698,8 @@ def agreement(
     k hours, 1 ≤ |k| ≤ 14, within 2 min, after the evidence); FUTURE (t_lo >
     t_ref + 15 min); NO_EVIDENCE; AGREE (intervals meet); PUBDATE_AS_LASTMOD
     (the lastmod meets ``published`` while the evidence is over a day after
-    it); LASTMOD_NEWER; LASTMOD_OLDER.
+    it); LASTMOD_NEWER; LAGGED (older, and the evidence is after ``built``, the
+    sitemap file's ``Last-Modified``); LASTMOD_OLDER.
 
     >>> from sitemapcrawl.sitemaps.dates import parse_lastmod as p
     >>> now = datetime(2024, 6, 1, tzinfo=UTC)
@@ -697,6 +709,9 @@ def agreement(
     'TZ_SHIFT:5'
     >>> agreement(p("2024-01-01T09:00:00Z"), p("2024-05-01T10:07:00Z"), None, now)
     'LASTMOD_OLDER'
+    >>> built = datetime(2024, 5, 31, 6, tzinfo=UTC)  # the page changed after the sitemap
+    >>> agreement(p("2024-01-01T09:00:00Z"), p("2024-05-31T10:07:00Z"), None, now, built=built)
+    'LAGGED'
     >>> agreement(p("2024-05-20T09:00:00Z"), None, None, now)
     'NO_EVIDENCE'
     """
@@ -728,7 +743,11 @@ def agreement(
         p_lo, p_hi = lastmod_interval(published, tau)
         if l_lo <= p_hi and p_lo <= l_hi and e_value - _utc(published.value) > PUBDATE_GAP:
             return PUBDATE_AS_LASTMOD
-    return LASTMOD_NEWER if l_lo > e_hi else LASTMOD_OLDER
+    if l_lo > e_hi:
+        return LASTMOD_NEWER
+    if built is not None and e_lo > _utc(built) and t_ref - _utc(built) <= MAX_LAG:
+        return LAGGED
+    return LASTMOD_OLDER
 
 
 # --------------------------------------------------------------------------
@@ -819,7 +838,7 @@ def static_verdict(
     signals = l0_signals(l0, t_ref)
     counts = Counter(outcomes)
     n_sampled = len(outcomes)
-    n_ev = n_sampled - counts[NO_EVIDENCE] - counts[NO_LASTMOD]
+    n_ev = n_sampled - counts[NO_EVIDENCE] - counts[NO_LASTMOD] - counts[LAGGED]
     l0_used = {k: v for k, v in l0.as_dict().items() if k in _L0_USED}
     evidence: dict[str, Any] = {
         "n_sampled": n_sampled,

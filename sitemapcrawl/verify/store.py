@@ -147,6 +147,14 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sitemaps ADD COLUMN body BLOB;
     ALTER TABLE sitemaps ADD COLUMN content_encoding TEXT;
     """,
+    # 3: a change our fetch found before the lastmod reported it (a miss, or a lagged
+    # sitemap's late report): the window it happened in, until a later lastmod covers it
+    """
+    ALTER TABLE urls ADD COLUMN miss_since TEXT;
+    ALTER TABLE urls ADD COLUMN miss_at TEXT;
+    ALTER TABLE urls ADD COLUMN miss_run INTEGER;
+    ALTER TABLE urls ADD COLUMN miss_counted INTEGER;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 #: Fetch intervals kept per URL for its change-rate estimate (the most recent ones).
@@ -423,9 +431,13 @@ class StateStore:
         http_last_modified: str | None,
         etag: str | None,
         interval: tuple[float, bool] | None,
+        miss: tuple[str, bool] | None = None,
     ) -> None:
         """One page fetched by us; ``interval`` (seconds since our previous fetch, content
-        changed) extends the URL's change history."""
+        changed) extends the URL's change history. ``miss``: the content changed and the
+        lastmod did not say so: (the previous fetch's time, whether the miss was counted);
+        it waits in the URL's row for a later lastmod that covers it (see
+        :meth:`open_misses`)."""
         db = self.db
         db.execute("BEGIN")
         try:
@@ -466,10 +478,38 @@ class StateStore:
                         url,
                     ),
                 )
+            if miss is not None:
+                db.execute(
+                    "UPDATE urls SET miss_since = ?, miss_at = ?, miss_run = ?, "
+                    "miss_counted = ? WHERE origin = ? AND url = ?",
+                    (miss[0], fetched_at, run_id, int(miss[1]), origin, url),
+                )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    def open_misses(
+        self, origin: str, run_id: int
+    ) -> list[tuple[str, str, str | None, str, str, int, bool, bool]]:
+        """Misses found before this run and not yet settled: (url, segment, lastmod_raw,
+        miss_since, miss_at, miss_run, counted, lastmod moved since the miss)."""
+        return [
+            (url, seg, raw, since, at, run, bool(counted), bool(moved))
+            for url, seg, raw, since, at, run, counted, moved in self.db.execute(
+                "SELECT url, segment, lastmod_raw, miss_since, miss_at, miss_run, "
+                "miss_counted, coalesce(lastmod_changed_run > miss_run, 0) FROM urls "
+                "WHERE origin = ? AND miss_at IS NOT NULL AND miss_run < ?",
+                (origin, run_id),
+            )
+        ]
+
+    def settle_misses(self, origin: str, urls: Iterable[str]) -> None:
+        self.db.executemany(
+            "UPDATE urls SET miss_since = NULL, miss_at = NULL, miss_run = NULL, "
+            "miss_counted = NULL WHERE origin = ? AND url = ?",
+            [(origin, url) for url in urls],
+        )
 
     def segment_rate(self, origin: str, segment: str) -> tuple[int, float]:
         """Changes observed and observation time (seconds) over the segment's URLs: the
