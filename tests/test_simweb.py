@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np  # requirements-dev.txt: a missing numpy fails, it is not skipped
 import pytest
 
-from bench.simweb import policies, render
+from bench.simweb import metrics, policies, render, run
 from bench.simweb.model import (
     ARCHETYPES,
     DAY,
@@ -221,3 +221,138 @@ def test_refetch_all_and_naive_trust_on_generation_time() -> None:
 
 def test_policy_doctests() -> None:
     assert doctest.testmod(policies).failed == 0
+
+
+# -- cost by the verdict in use (hand-built: 2 segments, 4 pages, 3 runs) ---------------------
+
+_SEGMENTS = np.array([0, 0, 1, 1])
+_NAMES = ["/a.xml", "/b.xml"]
+# Page 0 changes at runs 2 and 3, page 2 at run 3; page 3 is published at run 2.
+_VERSION = np.array([[0, 0, 0, -1], [1, 0, 0, 0], [2, 0, 1, 0]])
+_ORACLE = np.array(
+    [[True, True, True, False], [True, False, False, True], [True, False, True, False]]
+)
+# Run 2 fetches page 0 twice and page 1 unmarked; run 3 misses page 2's change.
+_GETS = [[0, 1, 2], [0, 0, 1, 3], [0, 1]]
+_MARKED = [
+    {0: (True, "new"), 1: (True, "new"), 2: (True, "new")},
+    {0: (True, "lastmod_changed"), 1: (False, "lastmod_unchanged"), 3: (True, "new")},
+    {0: (True, "lastmod_changed"), 1: (True, "audit"), 2: (False, "poisson_wait")},
+]
+# /b.xml's run 2 gave no report: its standing verdict stays.
+_REPORTED = {
+    "/a.xml": ["PROVISIONAL", "TRUSTED", "TRUSTED"],
+    "/b.xml": ["GENERATION_TIME", None, "GENERATION_TIME"],
+}
+
+
+def _attributed() -> list[dict[str, object]]:
+    return metrics.attribute_by_verdict(
+        _SEGMENTS,
+        _NAMES,
+        version=_VERSION,
+        oracle=_ORACLE,
+        gets=_GETS,
+        marked=_MARKED,
+        reported=_REPORTED,
+    )
+
+
+def test_attribute_by_verdict_uses_the_previous_runs_verdict() -> None:
+    rows = _attributed()
+    got = [
+        (r["run"], r["segment"], r["verdict_in_use"], r["class"], r["gets"], r["purposes"])
+        for r in rows
+    ]
+    assert got == [
+        (0, "/a.xml", None, None, 2, {"new": 2}),
+        (0, "/b.xml", None, None, 1, {"new": 1}),
+        (
+            1,
+            "/a.xml",
+            "PROVISIONAL",
+            "PROVISIONAL",
+            3,
+            {"lastmod_changed": 1, "repeat": 1, "sample/panel": 1},
+        ),
+        (1, "/b.xml", "GENERATION_TIME", "untrusted", 1, {"new": 1}),
+        (2, "/a.xml", "TRUSTED", "TRUSTED", 2, {"audit": 1, "lastmod_changed": 1}),
+        (2, "/b.xml", "GENERATION_TIME", "untrusted", 0, {}),
+    ]
+    assert [(r["oracle"], r["pages"], r["stale"]) for r in rows] == [
+        (2, 2, 0),
+        (1, 1, 0),
+        (1, 2, 0),
+        (1, 2, 0),
+        (1, 2, 0),
+        (1, 2, 1),  # page 2 changed at run 3 and was not fetched
+    ]
+
+
+def test_cost_by_class_sums_runs_after_the_first() -> None:
+    cost = metrics.cost_by_class(_attributed())
+    assert list(cost) == ["TRUSTED", "PROVISIONAL", "untrusted"]
+    assert cost["TRUSTED"] == {
+        "segment_runs": 1,
+        "gets": 2,
+        "oracle": 1,
+        "pages": 2,
+        "stale": 0,
+        "purposes": {"audit": 1, "lastmod_changed": 1},
+        "x_oracle": 2.0,
+        "stale_page_runs": 0.0,
+    }
+    assert (cost["PROVISIONAL"]["gets"], cost["PROVISIONAL"]["x_oracle"]) == (3, 3.0)
+    untrusted = cost["untrusted"]
+    assert (untrusted["segment_runs"], untrusted["gets"], untrusted["oracle"]) == (2, 1, 2)
+    assert (untrusted["x_oracle"], untrusted["stale_page_runs"]) == (0.5, 0.25)
+
+
+def test_verdict_classes() -> None:
+    assert metrics.verdicts_in_use([None, "TRUSTED", None, "STALE"]) == [
+        None,
+        None,
+        "TRUSTED",
+        "TRUSTED",
+    ]
+    assert [metrics.verdict_class(v) for v in ("OVER_REPORTING", "PARTIAL", "ABSENT")] == [
+        "PROVISIONAL",
+        "untrusted",
+        "untrusted",
+    ]
+    assert doctest.testmod(metrics).failed == 0
+
+
+def test_targets_use_the_trusted_segment_runs() -> None:
+    result = {
+        "archetype": "honest-ts",
+        "pages": 4,
+        "segments": [
+            {"segment": "/a.xml", "truth": "TRUSTED"},
+            {"segment": "/b.xml", "truth": "TRUSTED"},
+        ],
+        "policies": {"spider": {"efficiency": 1.75, "stale_page_runs": 0.0}},
+        "by_verdict": _attributed(),
+    }
+    rows = [line for line in run.targets([result], {}) if line.startswith("| honest-ts")]
+    assert rows == [
+        "| honest-ts: <= 1.2 x oracle, <= 0.5 % stale page-runs | TRUSTED runs 2.00 x oracle, "
+        "0.00 % (1 of 4 segment-runs); all runs 1.50 x oracle, 12.50 % "
+        "(pages fetched: 1.75 x oracle, 0.00 %) |",
+        "| honest-ts `/a.xml`: <= 1.2 x oracle, <= 0.5 % stale | TRUSTED runs 2.00 x oracle, "
+        "0.00 % (1 of 2 segment-runs); all runs 2.50 x oracle, 0.00 % |",
+        "| honest-ts `/b.xml`: <= 1.2 x oracle, <= 0.5 % stale | TRUSTED runs n/a "
+        "(never TRUSTED); all runs 0.50 x oracle, 25.00 % |",
+    ]
+    table = run.cost_by_verdict([result])
+    assert "| **all** | TRUSTED | 1 | 2 | 1 | 2.00 | 0.00 % | audit 1, lastmod_changed 1 |" in table
+
+
+def test_pages_per_archetype_and_sweeps() -> None:
+    args = run.parse_args(
+        ["--archetypes", "honest-ts,absent", "--pages", "300,3000", "--pages-for", "absent=50"]
+    )
+    assert args.tasks == [("honest-ts", 300), ("honest-ts", 3000), ("absent", 50)]
+    assert args.sizes == [50, 300, 3000]
+    with pytest.raises(SystemExit):
+        run.parse_args(["--archetypes", "honest-ts", "--pages-for", "absent=50"])

@@ -33,6 +33,8 @@ import numpy as np
 from .model import HOUR, USABLE
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
     from .model import Site, Timeline
 
 #: Verdicts also accepted as "right direction" for each true verdict.
@@ -159,3 +161,145 @@ def _runs_to_stay(ok: list[bool]) -> int | None:
     while k > 0 and ok[k - 1]:
         k -= 1
     return k + 1
+
+
+# --------------------------------------------------------------------------------------
+# Cost by the verdict in use
+# --------------------------------------------------------------------------------------
+
+#: The verdict classes of the cost table, in order. Run 1 has no standing verdict and is
+#: left out of every aggregate (as in ``fetches_per_run``); a later run without one (its
+#: predecessors gave no report) counts as untrusted, which is how the scheduler treats it.
+VERDICT_CLASSES = ("TRUSTED", "PROVISIONAL", "untrusted")
+#: Verdicts whose lastmod the scheduler uses with the larger PROVISIONAL audit (TZ_SHIFT
+#: corrected by its offset).
+PROVISIONAL_LIKE = frozenset({"PROVISIONAL", "OVER_REPORTING", "TZ_SHIFT"})
+#: The purpose of a GET of a page the spider did not mark ``refetch: true`` (its
+#: verification sample or panel).
+SAMPLE = "sample/panel"
+#: A second or later GET of the same page in the same run.
+REPEAT = "repeat"
+
+
+def verdict_class(verdict: str | None) -> str:
+    """The cost table's class of a verdict in use.
+
+    >>> [verdict_class(v) for v in ("TRUSTED", "TZ_SHIFT", "STALE", None)]
+    ['TRUSTED', 'PROVISIONAL', 'untrusted', 'untrusted']
+    """
+    if verdict == "TRUSTED":
+        return "TRUSTED"
+    return "PROVISIONAL" if verdict in PROVISIONAL_LIKE else "untrusted"
+
+
+def verdicts_in_use(reported: Sequence[str | None]) -> list[str | None]:
+    """The standing verdict each run decided with: the last one reported before it.
+
+    A run that reported none (it failed) leaves the standing verdict as it was.
+
+    >>> verdicts_in_use(["PROVISIONAL", None, "TRUSTED", "TRUSTED"])
+    [None, 'PROVISIONAL', 'PROVISIONAL', 'TRUSTED']
+    """
+    out: list[str | None] = []
+    standing: str | None = None
+    for verdict in reported:
+        out.append(standing)
+        if verdict is not None:
+            standing = verdict
+    return out
+
+
+def attribute_by_verdict(
+    segments: np.ndarray,
+    segment_names: Sequence[str],
+    *,
+    version: np.ndarray,
+    oracle: np.ndarray,
+    gets: Sequence[Sequence[int]],
+    marked: Sequence[Mapping[int, tuple[bool, str]]],
+    reported: Mapping[str, Sequence[str | None]],
+) -> list[dict[str, Any]]:
+    """One row per (run, segment): the verdict in use and what the run cost there.
+
+    ``segments[page]`` is the page's segment number (an index into ``segment_names``, the
+    names the spider reports verdicts under); ``version[run, page]`` the live version (-1:
+    not published); ``oracle[run, page]`` the oracle's fetches; ``gets[run]`` the page of
+    every page GET (200 or 304) the server logged, repeats kept; ``marked[run]`` the
+    spider's decision per page (``refetch``, ``refetch_reason``); ``reported[segment]``
+    the verdict the spider reported at each run (None: no report).
+
+    Each row: ``gets`` (requests), ``purposes`` (GETs by ``refetch_reason`` for pages
+    marked ``refetch: true``, :data:`SAMPLE` for the others, :data:`REPEAT` for a page's
+    second GET in the run), ``oracle`` fetches, ``pages`` (published pages) and ``stale``
+    (those whose version held after the run differs from the live one).
+    """
+    n_runs, n_pages = version.shape
+    exists = version >= 0
+    fetched = np.zeros((n_runs, n_pages), dtype=bool)
+    for d, pages in enumerate(gets):
+        fetched[d, list(pages)] = True
+    fetched &= exists
+    held = np.full(n_pages, -2, dtype=version.dtype)
+    stale = np.zeros((n_runs, n_pages), dtype=bool)
+    for d in range(n_runs):
+        held = np.where(fetched[d], version[d], held)
+        stale[d] = exists[d] & (held != version[d])
+    in_use = {
+        name: verdicts_in_use(list(reported.get(name, [None] * n_runs))) for name in segment_names
+    }
+    rows = []
+    for d in range(n_runs):
+        purposes: list[dict[str, int]] = [{} for _ in segment_names]
+        seen: set[int] = set()
+        for page in gets[d]:
+            if page in seen:
+                purpose = REPEAT
+            else:
+                seen.add(page)
+                refetch, reason = marked[d].get(page, (False, ""))
+                purpose = reason if refetch else SAMPLE
+            counts = purposes[int(segments[page])]
+            counts[purpose] = counts.get(purpose, 0) + 1
+        for s, name in enumerate(segment_names):
+            mask = segments == s
+            verdict = in_use[name][d]
+            rows.append(
+                {
+                    "run": d,
+                    "segment": name,
+                    "verdict_in_use": verdict,
+                    "class": verdict_class(verdict) if d > 0 else None,
+                    "gets": sum(purposes[s].values()),
+                    "purposes": dict(sorted(purposes[s].items())),
+                    "oracle": int(oracle[d, mask].sum()),
+                    "pages": int(exists[d, mask].sum()),
+                    "stale": int(stale[d, mask].sum()),
+                }
+            )
+    return rows
+
+
+def cost_by_class(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Sum the rows of :func:`attribute_by_verdict` per verdict class (runs 2.. only).
+
+    Per class: ``segment_runs``, ``gets``, ``oracle``, ``x_oracle`` (GETs ÷ the oracle's
+    fetches; None when the oracle fetched nothing), ``stale_page_runs`` (stale ÷ published
+    page-runs) and ``purposes``. Classes without a segment-run are left out.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row["class"] is None:
+            continue
+        acc = out.setdefault(
+            row["class"],
+            {"segment_runs": 0, "gets": 0, "oracle": 0, "pages": 0, "stale": 0, "purposes": {}},
+        )
+        for key in ("gets", "oracle", "pages", "stale"):
+            acc[key] += row[key]
+        acc["segment_runs"] += 1
+        for purpose, n in row["purposes"].items():
+            acc["purposes"][purpose] = acc["purposes"].get(purpose, 0) + n
+    for acc in out.values():
+        acc["x_oracle"] = acc["gets"] / acc["oracle"] if acc["oracle"] else None
+        acc["stale_page_runs"] = acc["stale"] / acc["pages"] if acc["pages"] else None
+    return {c: out[c] for c in VERDICT_CLASSES if c in out}
