@@ -171,6 +171,8 @@ async def test_each_archetype_gets_its_verdict(archetypes: MockServer, tmp_path:
     # links from it and from the samples: this site has none, and no home page)
     requests = archetypes.requests()
     assert not [r for r in requests if r.startswith("/private/")]
+    # robots.txt once: the spider's copy is handed to the robots middleware pages obey
+    assert requests.count("/robots.txt") == 1
     pages = [r for r in requests if not r.startswith(("/sitemaps/", "/robots", "/sitemap_"))]
     assert len(pages) == len(set(pages)) == 116
     assert "/" in pages

@@ -28,6 +28,7 @@ from sitemapcrawl.distributed import SharedProgress, requeue
 from sitemapcrawl.httpcompression import SITEMAP_META
 from sitemapcrawl.items import SitemapUrlItem
 from sitemapcrawl.linkfollow import LINK_MODES
+from sitemapcrawl.robotstxt import SitemapRobotsTxtMiddleware
 from sitemapcrawl.sitemaps import Limits, SitemapReader, SitemapRef, UrlEntry
 from sitemapcrawl.sitemaps.robots import parse_robots
 from sitemapcrawl.sitemaps.scope import SCOPE_MODES, ScopePolicy, private_address
@@ -416,6 +417,7 @@ class SitemapCrawlSpider(SitemapSpider):
         self.stats.inc_value(_P + f"robots/status_count/{response.status}")
         declared: list[str] = []
         if response.status == 200:
+            self._share_robots(response)
             robots = parse_robots(response.body, response.url)
             if robots.html:
                 self.stats.inc_value(_P + "robots/html_count")
@@ -445,6 +447,17 @@ class SitemapCrawlSpider(SitemapSpider):
         if self.guess == "always" or (self.guess == "fallback" and not declared):
             yield from self._guesses(site, exclude=set(declared))
         self._done()
+
+    def _share_robots(self, response: Response) -> None:
+        """Hand the file to the robots.txt middleware, which pages obey: one request."""
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:  # a callback run outside a crawl (contracts, fixtures)
+            return
+        downloader = getattr(engine, "downloader", None)
+        for middleware in getattr(getattr(downloader, "middleware", None), "middlewares", ()):
+            if isinstance(middleware, SitemapRobotsTxtMiddleware):
+                middleware.reuse(response)
 
     def _robots_failed(self, failure: Failure) -> Iterator[Request]:
         request = failure.request  # type: ignore[attr-defined]
