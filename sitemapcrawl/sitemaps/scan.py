@@ -1,21 +1,22 @@
 """A fast path for well-formed XML urlsets and sitemap indexes.
 
-``scan()`` reads the decoded byte stream with compiled regular expressions and ``bytes``
+``Scan`` reads the decoded byte stream with compiled regular expressions and ``bytes``
 methods instead of building an lxml tree: one regex match per ordinary ``<url>`` (``loc``,
-``lastmod``, ``changefreq``, ``priority`` in that order, plain text), and a small
-tokenizer for any other ``<url>`` or ``<sitemap>`` block (extensions, attributes, other
-orders, prefixes), whose light elements go through the reader's own
-``_sitemap_element``. It understands only a strict subset of XML and stops, with a reason,
-at the first byte it does not fully understand: comments, CDATA, processing instructions
-or text between entries, entities other than the five predefined ones and valid
-character references, undeclared prefixes, ``xmlns`` below the root, malformed or
-unbalanced tags, control characters, invalid UTF-8, a block over ``_MAX_BLOCK`` bytes, a
-body that ends before the root is closed, anything after it. The reader then hands the
-body to lxml (``reader._xml``), which gives the answer for the whole file; the entries
-the scanner yielded are exactly lxml's first ones (``tests/test_scan.py`` checks it).
+``lastmod``, ``changefreq``, ``priority`` in that order as plain text, then ``xhtml:link``
+alternates and ``image:image`` entries of the common shape), and one ``findall`` into light
+elements for any other ``<url>`` or ``<sitemap>`` (other extensions, attributes, orders,
+prefixes), which go through the reader's own ``_sitemap_element``. It understands only a
+strict subset of XML and stops, with a reason, at the first thing it does not fully
+understand: comments, CDATA, processing instructions or text between entries, entities
+other than the five predefined ones and valid character references, undeclared prefixes,
+``xmlns`` below the root, malformed or unbalanced tags, control characters, invalid UTF-8,
+an entry or a run of white space over ``_MAX_BLOCK`` bytes, a body that ends before the
+root is closed, anything after it. The reader then hands the body to lxml
+(``SitemapReader._xml``), which gives the answer for the whole file; the entries the
+scanner yielded are exactly lxml's first ones (``tests/test_scan.py`` checks it).
 
-The scanner keeps at most one chunk plus one block in memory, and reads the chunks as the
-decoder produces them, so the decoder's caps apply unchanged.
+The scanner keeps at most one chunk plus one entry in memory (its caches are bounded), and
+reads the chunks as the decoder produces them, so the decoder's caps apply unchanged.
 """
 
 from __future__ import annotations
