@@ -33,6 +33,7 @@ from sitemapcrawl.sitemaps.dates import format_utc, parse_feed_date, parse_lastm
 from sitemapcrawl.verification import site_verification
 from sitemapcrawl.verify.pagedates import page_evidence
 from sitemapcrawl.verify.sampling import SegmentSampler, allocate
+from sitemapcrawl.verify.schedule import site_utc_offset
 from sitemapcrawl.verify.scoring import agreement, static_verdict
 
 if TYPE_CHECKING:
@@ -509,6 +510,11 @@ class PageSamplingPipeline:
                 l0, outcomes, t_ref, generation_ruled_out=moves is not None and moves < 2
             )
             name, reason, evidence = verdict.name, verdict.reason, verdict.evidence
+            offset = site_utc_offset(
+                m["raw"] for m in (s.get("page_modified") for s in record.samples) if m
+            )
+            if offset is not None:  # dates in the sitemap are read in the pages' zone
+                evidence = {**evidence, "utc_offset_s": offset}
             cross_run: dict[str, Any] = {}
             if state is not None:
                 name, reason, cross_run = state.judge(record.name, name, reason, evidence)

@@ -344,6 +344,7 @@ class CrawlState:
             shift=self.shift(item.segment),
             captured=_captured(prev) if prev is not None else None,
             audit_share=self._audit_share(item.segment, standing),
+            utc_offset=self.utc_offset(item.segment),
         )
 
     def _audit_share(self, segment: str, standing: SegmentState | None) -> float | None:
@@ -408,6 +409,7 @@ class CrawlState:
                         compare_raw=True,
                         captured=_captured(prev),
                         shift=self.shift(segment) or 0.0,
+                        utc_offset=self.utc_offset(segment),
                     )
                 )
                 random = reason in RANDOM_REASONS
@@ -461,6 +463,12 @@ class CrawlState:
         value = standing.counts.get("tz_shift_s")
         return float(value) if value is not None else None
 
+    def utc_offset(self, segment: str) -> float | None:
+        """The UTC offset the segment's pages write their times in, when known."""
+        standing = self.segments.get(segment)
+        value = standing.counts.get("utc_offset_s") if standing is not None else None
+        return float(value) if value is not None else None
+
     def _settle_misses(self) -> dict[str, tuple[int, int]]:
         """Misses of earlier runs, settled now. A lastmod that moved into the window the
         change happened in was late, not wrong (a lagged sitemap): the miss becomes a true
@@ -478,11 +486,12 @@ class CrawlState:
             start, end = _utc(since), _utc(at)
             shift = self.shift(segment) or 0.0
             if lastmod is not None and lastmod.value is not None and start and end:
-                if reports_within(lastmod, (start, end), shift):
+                offset = self.utc_offset(segment)
+                if reports_within(lastmod, (start, end), shift, offset):
                     result[segment][0] += 1
                     result[segment][1] -= int(counted)
                 elif not reports_within(
-                    lastmod, (dt.datetime.min.replace(tzinfo=dt.UTC), end), shift
+                    lastmod, (dt.datetime.min.replace(tzinfo=dt.UTC), end), shift, offset
                 ):
                     pass  # superseded by a later change
                 else:
@@ -541,6 +550,8 @@ class CrawlState:
             l2,
             sampled=bool(evidence.get("n_sampled")),
         )
+        if evidence.get("utc_offset_s") is not None:
+            l2.extra["utc_offset_s"] = evidence["utc_offset_s"]
         if name == "TZ_SHIFT":
             k = evidence.get("k")
             if k is not None:

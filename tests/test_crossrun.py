@@ -210,6 +210,12 @@ def run_decide(**over: object) -> Decision:
             },
             (False, "lastmod_unchanged"),
         ),
+        # a date in any timezone may end 14 h after its UTC day; in the site's own zone not
+        ({"since_last": False, "lastmod": parse_lastmod("2026-11-28")}, (True, "lastmod_changed")),
+        (
+            {"since_last": False, "lastmod": parse_lastmod("2026-11-28"), "utc_offset": 7200.0},
+            (False, "lastmod_unchanged"),
+        ),
         # a TRUSTED segment's audit share sized by need
         ({"draw": 0.02, "audit_share": 0.01}, (False, "lastmod_unchanged")),
         (

@@ -295,6 +295,8 @@ async def test_cross_run_score_promotes_then_demotes(
     posts2 = report2["segments"][1]
     assert posts2["segment"] == POSTS_SEG
     assert (posts2["verdict"], posts2["static_verdict"]) == ("PROVISIONAL", "PROVISIONAL")
+    # the pages write their times in UTC: a date in this sitemap would be read in UTC
+    assert posts2["evidence"]["utc_offset_s"] == 0
     l2 = posts2["cross_run"]["l2"]
     assert (l2["tp"], l2["fp"], l2["fn"], l2["tn"]) == (12, 0, 0, 13)
 

@@ -30,16 +30,17 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from sitemapcrawl.verify.crossrun import TRUSTING, Z_L2
-from sitemapcrawl.verify.scoring import lastmod_interval
+from sitemapcrawl.verify.scoring import TZ_SLACK, lastmod_interval
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from sitemapcrawl.sitemaps.dates import LastMod
 
@@ -51,7 +52,9 @@ __all__ = [
     "change_rate",
     "decide",
     "delta_l",
+    "interval",
     "reports_within",
+    "site_utc_offset",
     "trusted_audit_share",
 ]
 
@@ -99,6 +102,7 @@ def delta_l(
     *,
     captured: tuple[datetime, datetime] | None = None,
     shift: float = 0.0,
+    utc_offset: float | None = None,
 ) -> bool | None:
     """Whether lastmod says "possibly changed since ``since``" (None: no usable lastmod).
 
@@ -106,7 +110,9 @@ def delta_l(
     the later one found its content changed. A value that moved to a time inside it is a
     late report (a lagged sitemap) of the change that fetch already has: it says nothing
     about the time since. ``shift``: seconds to subtract from the value (a segment whose
-    lastmod is off by whole hours, TZ_SHIFT).
+    lastmod is off by whole hours, TZ_SHIFT). ``utc_offset``: the site's own UTC offset in
+    seconds, when its pages declare one: a date (or a time without a zone) is then read in
+    that zone instead of any zone (± 14 h).
 
     >>> from sitemapcrawl.sitemaps.dates import parse_lastmod as p
     >>> from datetime import UTC
@@ -122,15 +128,38 @@ def delta_l(
     False
     >>> delta_l(p("2024-06-01T15:00:00Z"), cut, None, False, shift=5 * 3600)  # 10:00 really
     False
+    >>> delta_l(p("2024-06-01"), cut + timedelta(hours=12), None, False)  # any zone's 1 June
+    True
+    >>> delta_l(p("2024-06-01"), cut + timedelta(hours=12), None, False, utc_offset=7200)
+    False
     """
     if lastmod is None or lastmod.value is None:
         return None
     if compare_raw and previous_raw is not None and previous_raw != lastmod.raw:
-        return captured is None or not reports_within(lastmod, captured, shift)
-    return _shifted(lastmod_interval(lastmod)[1], shift) > since
+        return captured is None or not reports_within(lastmod, captured, shift, utc_offset)
+    return _shifted(interval(lastmod, utc_offset)[1], shift) > since
 
 
-def reports_within(lastmod: LastMod, window: tuple[datetime, datetime], shift: float = 0.0) -> bool:
+def interval(lastmod: LastMod, utc_offset: float | None = None) -> tuple[datetime, datetime]:
+    """:func:`lastmod_interval`, with a date or a time without a zone read in the site's
+    own zone when ``utc_offset`` (seconds east of UTC) is known."""
+    lo, hi = lastmod_interval(lastmod)
+    if utc_offset is None or not (
+        lastmod.precision in ("day", "month", "year") or "assumed_utc" in lastmod.flags
+    ):
+        return lo, hi
+    with suppress(OverflowError):  # the ends of the calendar stay as they are
+        local = timedelta(seconds=utc_offset)
+        return lo + TZ_SLACK - local, hi - TZ_SLACK - local
+    return lo, hi
+
+
+def reports_within(
+    lastmod: LastMod,
+    window: tuple[datetime, datetime],
+    shift: float = 0.0,
+    utc_offset: float | None = None,
+) -> bool:
     """Whether ``lastmod`` (corrected by ``shift`` seconds) reports a change inside the
     window ``(start, end]``: all the times it may stand for (a date-only value or one
     without a timezone: its whole day, ± 14 h) are inside.
@@ -147,6 +176,12 @@ def reports_within(lastmod: LastMod, window: tuple[datetime, datetime], shift: f
         return False
     start, end = window
     lo, hi = lastmod_interval(lastmod, tau=timedelta(0))
+    if utc_offset is not None and (
+        lastmod.precision in ("day", "month", "year") or "assumed_utc" in lastmod.flags
+    ):
+        with suppress(OverflowError):
+            local = timedelta(seconds=utc_offset)
+            lo, hi = lo + TZ_SLACK - local, hi - TZ_SLACK - local
     return start < _shifted(lo, shift) and _shifted(hi, shift) <= end
 
 
@@ -235,6 +270,35 @@ def trusted_audit_share(
     return min(share, policy.audit_trusted)
 
 
+_OFFSET = re.compile(r"T\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?\s*(Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
+
+
+def site_utc_offset(page_dates: Iterable[str], *, minimum: int = 5) -> int | None:
+    """The UTC offset (seconds) the site's pages write their times in: the one at least
+    80 % of the timestamps with a zone share, over at least ``minimum`` of them.
+
+    >>> site_utc_offset(["2024-06-01T10:00:00+02:00"] * 5 + ["2024-06-01T08:00:00Z"])
+    7200
+    >>> site_utc_offset(["2024-06-01T10:00:00+02:00"] * 3 + ["2024-06-01"] * 9) is None
+    True
+    """
+    found: list[int] = []
+    for raw in page_dates:
+        match = _OFFSET.search(raw.strip())
+        if match is None:
+            continue
+        zone = match.group(1).replace(":", "")
+        if zone.upper() == "Z":
+            found.append(0)
+            continue
+        sign = -1 if zone[0] == "-" else 1
+        found.append(sign * (int(zone[1:3]) * 3600 + int(zone[3:5]) * 60))
+    if len(found) < minimum:
+        return None
+    value = max(set(found), key=found.count)
+    return value if found.count(value) >= 0.8 * len(found) else None
+
+
 def change_probability(rate: float, seconds: float) -> float:
     """P(at least one change in ``seconds``) for a Poisson rate per second."""
     return -math.expm1(-rate * max(seconds, 0.0))
@@ -259,6 +323,7 @@ def decide(
     shift: float | None = None,
     captured: tuple[datetime, datetime] | None = None,
     audit_share: float | None = None,
+    utc_offset: float | None = None,
 ) -> Decision:
     """One URL's refetch decision (see the module docstring).
 
@@ -267,12 +332,21 @@ def decide(
     ``shift``: a TZ_SHIFT segment's offset in seconds (lastmod minus the truth): its lastmod
     is used corrected, with the PROVISIONAL audit; ``captured``: see :func:`delta_l`;
     ``audit_share``: a TRUSTED or OVER_REPORTING segment's audit share when set (see
-    :func:`trusted_audit_share`), else ``policy.audit_trusted``.
+    :func:`trusted_audit_share`), else ``policy.audit_trusted``; ``utc_offset``: see
+    :func:`delta_l`.
     """
     if not known and since_last:
         return Decision(True, "new")
     corrected = verdict == "TZ_SHIFT" and shift is not None
-    moved = delta_l(lastmod, since, previous_raw, since_last, captured=captured, shift=shift or 0.0)
+    moved = delta_l(
+        lastmod,
+        since,
+        previous_raw,
+        since_last,
+        captured=captured,
+        shift=shift or 0.0,
+        utc_offset=utc_offset,
+    )
     trusting = verdict in TRUSTING or (verdict == "PARTIAL" and subset_trusted) or corrected
     if trusting and moved is not None:
         if moved:
