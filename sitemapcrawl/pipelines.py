@@ -640,9 +640,18 @@ def _is_now(modified: LastMod, date: LastMod | None) -> bool:
 
 
 def _headers(response: Response) -> dict[str, str]:
+    """A response's headers as text: list headers joined, a header that holds one value
+    (``Date``, ``Last-Modified``, ``ETag``) sent twice read as Scrapy reads it, the last."""
     return {
-        k.decode("latin-1"): b", ".join(v).decode("latin-1") for k, v in response.headers.items()
+        k.decode("latin-1"): (v[-1] if k.lower() in _SINGLE_VALUED else b", ".join(v)).decode(
+            "latin-1"
+        )
+        for k, v in response.headers.items()
+        if v
     }
+
+
+_SINGLE_VALUED = frozenset({b"date", b"last-modified", b"etag", b"content-type"})
 
 
 def _as_dict(report: SiteReport) -> dict[str, Any]:

@@ -47,6 +47,8 @@ __all__ = ["CrawlState", "StateError", "parse_since", "state_path"]
 _FLUSH_EVERY = 2000
 #: Consecutive fetches on which a generation-time cluster must move to be confirmed (§5a).
 GENERATION_CONFIRM = 3
+#: Share of a segment's lastmods in one 10-minute window that makes them one stamp.
+STAMP_SHARE = 0.9
 #: Audits (decayed) after which a segment's panel is no longer re-fetched between samples.
 PANEL_AUDITS = 60
 #: Runs a miss waits for a lagged sitemap to report it before it stands.
@@ -549,6 +551,7 @@ class CrawlState:
             previous,
             l2,
             sampled=bool(evidence.get("n_sampled")),
+            stamp=(evidence.get("l0") or {}).get("window_share", 0.0) >= STAMP_SHARE,
         )
         if evidence.get("utc_offset_s") is not None:
             l2.extra["utc_offset_s"] = evidence["utc_offset_s"]

@@ -110,6 +110,19 @@ def test_a_corrected_tz_shift_is_still_judged_by_the_audit() -> None:
     assert combine("TZ_SHIFT", "off by 5 h.", "TZ_SHIFT", missing)[0] == "STALE"
 
 
+def test_a_one_stamp_lastmod_over_reports_only_after_the_audit() -> None:
+    """A lastmod that is one stamp newer than the pages is held UNVERIFIABLE until 60
+    audited pages without a miss; then OVER_REPORTING."""
+    args = ("OVER_REPORTING", "30 of 30 sampled pages are older than the lastmod.")
+    young = CrossRun(tp=3, fp=20, fn=0, tn=59, n_unch=300)
+    assert combine(*args, "GENERATION_TIME", young, stamp=True)[0] == "GENERATION_TIME"
+    young.clean_streak = 1
+    assert combine(*args, "UNVERIFIABLE", young, stamp=True)[0] == "UNVERIFIABLE"
+    audited = CrossRun(tp=3, fp=20, fn=0, tn=60, n_unch=300)
+    assert combine(*args, "UNVERIFIABLE", audited, stamp=True)[0] == "OVER_REPORTING"
+    assert combine(*args, "UNVERIFIABLE", young, stamp=False)[0] == "OVER_REPORTING"
+
+
 def test_generation_time_from_lift() -> None:
     # P(ΔC | ΔL) = 6/36 ≈ P(ΔC | no ΔL) = 3/18; few unchanged URLs, so recall stays high
     l2 = CrossRun(tp=6, fp=30, fn=3, tn=15, n_unch=5)

@@ -146,7 +146,9 @@ class SimServer:
         out = {"Date": http_date(t), **headers}
         if status != 304:
             out["Content-Length"] = str(len(body))
-        req.send_response(status)
+        # not send_response(): it adds a second Date header with the real clock
+        req.log_request(status)
+        req.send_response_only(status)
         for name, value in out.items():
             req.send_header(name, value)
         req.end_headers()

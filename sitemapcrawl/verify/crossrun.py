@@ -24,6 +24,8 @@ Thresholds (defaults from the design; the simulated-web benchmark is where to tu
 ``GEN_EVENTS``            30       §5d GENERATION_TIME by lift ≈ 1 over ≥ 30 ΔL events
 ``GEN_LIFT``              1.5      ours: "≈ 1" means below 1.5
 ``RECOVER_RUNS``          2        ours: clean runs before a red verdict is lifted
+``STAMP_AUDITS``          60       ours: audited pages before a one-stamp lastmod over-reports
+                                   (§5d: 59 audits see a 5 % miss rate with 95 % power)
 ========================  =======  ===========================================================
 """
 
@@ -57,6 +59,7 @@ OVER_EVENTS = 20
 GEN_EVENTS = 30
 GEN_LIFT = 1.5
 RECOVER_RUNS = 2
+STAMP_AUDITS = 60
 
 #: Verdicts whose lastmod may drive refetch decisions.
 TRUSTING = frozenset({"TRUSTED", "PROVISIONAL", "OVER_REPORTING"})
@@ -175,11 +178,16 @@ def combine(
     l2: CrossRun,
     *,
     sampled: bool = True,
+    stamp: bool = False,
 ) -> tuple[str, str, dict[str, Any]]:
     """This run's verdict: L0/L1 (``static_*``), the L2 counts (already updated with this
     run) and the previous verdict, with hysteresis (demote at once, promote slowly).
     ``sampled``: pages were sampled on this run (else an UNVERIFIABLE from L0/L1 only means
     "no new page evidence" and the previous verdict stands unless L2 says otherwise).
+    ``stamp``: every lastmod of the segment is one stamp (a deploy, a template or cron
+    bump): newer than its pages, it over-reports only if no change lands between two
+    stamps, which only the audit can show; until ``STAMP_AUDITS`` audited pages without a
+    miss, such an OVER_REPORTING is held as UNVERIFIABLE.
 
     >>> l2 = CrossRun(tp=12, fp=1, fn=0, tn=60, n_unch=50, runs=3)
     >>> combine("PROVISIONAL", "30 of 30 agree.", "PROVISIONAL", l2)[0]
@@ -273,6 +281,15 @@ def combine(
             "OVER_REPORTING",
             f"Across runs, lastmod catches the changes (recall lower bound {recall_lo:.2f}) "
             f"but only {precision:.0%} of its moves are real changes: a safe filter.",
+            evidence,
+        )
+    if static_name == "OVER_REPORTING" and stamp and l2.fn + l2.tn < STAMP_AUDITS:
+        l2.promote_streak = 0
+        return (
+            "UNVERIFIABLE",
+            f"{static_reason[:-1]}; but every lastmod is one stamp: it is a safe filter only "
+            f"if no change lands between two stamps, and the audit has seen "
+            f"{l2.fn + l2.tn:.0f} of the {STAMP_AUDITS} pages that takes.",
             evidence,
         )
     if static_name == "OVER_REPORTING":

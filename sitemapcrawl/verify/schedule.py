@@ -14,8 +14,9 @@ The decision uses a URL's lastmod only where its segment's standing verdict allo
 * **TZ_SHIFT** with a known offset of k whole hours: as PROVISIONAL, the lastmod corrected
   by -k h.
 * **STALE**: a moving lastmod still triggers a refetch (it is right when it moves); the rest
-  follow the change-rate schedule (the hybrid of §5d).
-* **everything else** (GENERATION_TIME, ABSENT, INVALID, UNVERIFIABLE, or no
+  follow the change-rate schedule (the hybrid of §5d). **UNVERIFIABLE** too: its moving
+  lastmods point at the pages that will show whether it is right.
+* **everything else** (GENERATION_TIME, ABSENT, INVALID, or no
   verdict yet): lastmod is ignored. Each URL's change rate λ̂ is estimated from our own
   fetches (the irregular-interval MLE of Kolobov et al., pooled with the segment's rate as a
   prior of one pseudo-change), and the URL is refetched when the probability that it changed
@@ -361,7 +362,9 @@ def decide(
         if _older(latest, now, policy.max_age):
             return Decision(True, "max_age", False)
         return Decision(False, "lastmod_unchanged", False)
-    if verdict == "STALE" and moved:
+    if verdict in ("STALE", "UNVERIFIABLE") and moved:
+        # STALE: a move is still right; UNVERIFIABLE (no red flag, no page evidence yet):
+        # the pages it points at are the ones that show whether it is right
         return Decision(True, "lastmod_changed", True)
     if last_fetch is None or (not trusting and not intervals):
         # never fetched, or fetched once: no interval to estimate a rate from yet
