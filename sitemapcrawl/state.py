@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["CrawlState", "StateError", "parse_since", "state_path"]
 
-_FLUSH_EVERY = 2000
+_FLUSH_EVERY = 20000  # URL rows per transaction (fewer, larger batches: see store.py)
 #: Consecutive fetches on which a generation-time cluster must move to be confirmed (§5a).
 GENERATION_CONFIRM = 3
 #: Share of a segment's lastmods in one 10-minute window that makes them one stamp.
