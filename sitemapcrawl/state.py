@@ -146,6 +146,7 @@ class CrawlState:
             audit_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN"),
         )
         self.seed = str(settings.get("SITEMAPCRAWL_SAMPLE_SEED"))
+        self.first_audit = settings.getint("SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT")
         self.resample_after = dt.timedelta(days=settings.getfloat("SITEMAPCRAWL_RESAMPLE_DAYS"))
         self.resample_trusted = dt.timedelta(
             days=settings.getfloat("SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS")
@@ -350,15 +351,32 @@ class CrawlState:
         )
 
     def _audit_share(self, segment: str, standing: SegmentState | None) -> float | None:
-        """A TRUSTED segment's audit share, sized by need from its counts (cached)."""
-        if standing is None or standing.verdict != "TRUSTED":
+        """The segment's audit share when it is not the policy's: a TRUSTED segment's,
+        sized by need from its counts; a PROVISIONAL one never audited yet audits
+        ``SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT`` URLs at once (a lastmod that stays put
+        while pages change, which its pages' own dates can hide, shows on the first run
+        that can see it). Cached."""
+        if standing is None or standing.verdict not in ("TRUSTED", "PROVISIONAL"):
             return None
         share = self._audit_shares.get(segment)
         if share is None:
             counts = standing.counts
-            share = self._audit_shares[segment] = trusted_audit_share(
-                float(counts.get("tp", 0.0)), float(counts.get("n_unch", 0.0)), DECAY, self.policy
-            )
+            if standing.verdict == "TRUSTED":
+                share = trusted_audit_share(
+                    float(counts.get("tp", 0.0)),
+                    float(counts.get("n_unch", 0.0)),
+                    DECAY,
+                    self.policy,
+                )
+            elif (
+                self.first_audit and float(counts.get("fn", 0.0)) + float(counts.get("tn", 0.0)) < 1
+            ):
+                known = self.store.segment_size(self.origin, segment)
+                share = min(1.0, self.first_audit / max(known, 1))
+                share = max(self.policy.audit_provisional, share)
+            else:
+                share = self.policy.audit_provisional
+            self._audit_shares[segment] = share
         return share
 
     def flush(self) -> None:

@@ -35,6 +35,7 @@ PAGES = 20
 EXACT = {
     "SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED": 0.0,
     "SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL": 0.0,
+    "SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT": 0,
     "CONCURRENT_REQUESTS": 4,
 }
 
@@ -666,3 +667,27 @@ async def test_a_lagged_sitemap_reports_late_not_wrong(
     with sqlite3.connect(state) as db:
         waiting = db.execute("SELECT count(*) FROM urls WHERE miss_at IS NOT NULL").fetchone()
     assert waiting == (0,)
+
+
+@deferred_f_from_coro_f
+async def test_a_provisional_segment_is_audited_whole_on_its_first_run_with_history(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    """The first run that can see a lastmod stay put while pages change audits up to
+    SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT URLs of a PROVISIONAL segment (here more than it
+    has: all of them); later runs audit the usual share (0 here)."""
+    _, server = site
+    state = tmp_path / "state.sqlite"
+    first = {"SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT": 1000}
+    _, report1, _, _ = await run(server, state, first, sample="on")
+    assert verdicts(report1)[POSTS_SEG] == "PROVISIONAL"
+    items2, report2, _, log2 = await run(server, state, first, since="last", pages="refetch")
+    posts2 = {u: d for u, d in decisions(items2).items() if u.startswith("posts/")}
+    assert posts2 == {f"posts/{i}": (True, "audit") for i in range(POSTS)}
+    assert len(paths(log2, "/posts/")) == POSTS
+    l2 = report2["segments"][1]["cross_run"]["l2"]
+    assert (l2["tp"], l2["fn"], l2["tn"]) == (0, 0, POSTS)  # nothing changed: 25 true negatives
+    items3, _, _, log3 = await run(server, state, first, since="last", pages="refetch")
+    posts3 = {u: d for u, d in decisions(items3).items() if u.startswith("posts/")}
+    assert set(posts3.values()) == {(False, "lastmod_unchanged")}
+    assert paths(log3, "/posts/") == []

@@ -332,9 +332,9 @@ def decide(
     previous run (so a changed raw value also counts); ``draw``: :func:`audit_draw`;
     ``shift``: a TZ_SHIFT segment's offset in seconds (lastmod minus the truth): its lastmod
     is used corrected, with the PROVISIONAL audit; ``captured``: see :func:`delta_l`;
-    ``audit_share``: a TRUSTED or OVER_REPORTING segment's audit share when set (see
-    :func:`trusted_audit_share`), else ``policy.audit_trusted``; ``utc_offset``: see
-    :func:`delta_l`.
+    ``audit_share``: the segment's audit share when set (a TRUSTED one's, see
+    :func:`trusted_audit_share`; a PROVISIONAL one's first audit), else the policy's;
+    ``utc_offset``: see :func:`delta_l`.
     """
     if not known and since_last:
         return Decision(True, "new")
@@ -352,8 +352,10 @@ def decide(
     if trusting and moved is not None:
         if moved:
             return Decision(True, "lastmod_changed", True)
-        if verdict in ("TRUSTED", "OVER_REPORTING"):
-            share = policy.audit_trusted if audit_share is None else audit_share
+        if audit_share is not None:
+            share = audit_share
+        elif verdict in ("TRUSTED", "OVER_REPORTING"):
+            share = policy.audit_trusted
         else:
             share = policy.audit_provisional
         if draw < share:

@@ -495,6 +495,13 @@ class StateStore:
             db.execute("ROLLBACK")
             raise
 
+    def segment_size(self, origin: str, segment: str) -> int:
+        """URLs of the segment the state knows."""
+        row = self.db.execute(
+            "SELECT count(*) FROM urls WHERE origin = ? AND segment = ?", (origin, segment)
+        ).fetchone()
+        return int(row[0])
+
     def open_misses(
         self, origin: str, run_id: int
     ) -> list[tuple[str, str, str | None, str, str, int, bool, bool]]:
