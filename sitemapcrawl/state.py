@@ -210,14 +210,23 @@ class CrawlState:
         every ``SITEMAPCRAWL_RESAMPLE_DAYS`` (``…_TRUSTED_DAYS`` once TRUSTED: the audit
         and, before TRUSTED, the panel keep watching it meanwhile); one without a verdict
         or UNVERIFIABLE is sampled every run, and a GENERATION_TIME one whose cluster
-        stopped moving too."""
+        stopped moving too. Verdicts the sitemap alone gives and keeps giving are not
+        re-sampled: ABSENT and INVALID (nothing to compare pages with; if lastmods appear,
+        the sitemap's own statistics change the verdict and sampling resumes), and a
+        GENERATION_TIME cluster seen moving on ``GENERATION_CONFIRM`` fetches in a row."""
         if not self.incremental:
             return True
         standing = self.segments.get(segment)
         if standing is None or standing.verdict in (None, "UNVERIFIABLE"):
             return True
-        if standing.verdict == "GENERATION_TIME" and standing.counts.get("cluster_moves") == 0:
-            return True  # the cluster stopped moving: the pages must say what it is now
+        if standing.verdict in ("ABSENT", "INVALID"):
+            return False
+        if standing.verdict == "GENERATION_TIME":
+            moves = int(standing.counts.get("cluster_moves") or 0)
+            if moves == 0:
+                return True  # the cluster stopped moving: the pages must say what it is now
+            if moves >= GENERATION_CONFIRM:
+                return False  # confirmed on every fetch by the sitemap itself
         last = _utc(standing.counts.get("sampled_at"))
         every = self.resample_trusted if standing.verdict == "TRUSTED" else self.resample_after
         return last is None or now - last >= every

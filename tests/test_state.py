@@ -544,6 +544,15 @@ async def test_generation_time_is_confirmed_when_the_cluster_keeps_moving(
         reasons.append(pages["reason"].endswith("consecutive fetches."))
         assert pages["cross_run"]["cluster_moves"] == run_number + 1
     assert reasons == [False, False, True]
+    # Confirmed by the sitemap itself on every fetch: incremental runs do not sample its
+    # pages again (the posts, never sampled, are)
+    built.now = dt.datetime.now(dt.UTC).replace(microsecond=0)  # moved again, not ahead
+    built.write()
+    _, report, crawler, log = await run(server, state, sample="on", since="last")
+    assert report["segments"][0]["verdict"] == "GENERATION_TIME"
+    assert paths(log, "/pages/") == []
+    assert len(paths(log, "/posts/")) == POSTS
+    assert our_stats(crawler)["sitemapcrawl/sample/skipped_segment_count"] == 1
 
 
 @deferred_f_from_coro_f
