@@ -92,6 +92,7 @@ class PageSamplingPipeline:
         self.report: SiteReport | None = None
         self._links_setting = settings.get("SITEMAPCRAWL_LINKS")
         self._links: LinkFollower | None = None
+        self.site.closing_report = self._final_report
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 

@@ -96,6 +96,9 @@ class SiteVerification:
         self.report_builder: Callable[[], Any] | None = None
         #: Set by the sampling pipeline: the link-only URL items, yielded before the report.
         self.link_items: Callable[[], list[Any]] | None = None
+        #: Set by the sampling pipeline: the report as it stands, for a crawl that stops
+        #: before its end (``max_urls``): the spider yields it before closing.
+        self.closing_report: Callable[[], Any] | None = None
         #: The state file, when the spider opened one (``sitemapcrawl.state``).
         self.state: CrawlState | None = None
 

@@ -475,7 +475,7 @@ async def test_a_state_file_gives_each_sites_last_report(
     server = site("basic")
     state = tmp_path / "state.sqlite"
     settings = {"SITEMAPCRAWL_STATE_PATH": str(state)}
-    await crawl_with_report(settings=settings, origin=server.base, max_urls=3)  # no report
+    await crawl_with_report(settings=settings, origin=server.base, max_urls=3)  # stopped early
     items, report, _ = await crawl_with_report(settings=settings, origin=server.base)
     assert report is not None
     before = state.read_bytes()

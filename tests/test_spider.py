@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from sitemapcrawl.spiders.sitemap import SitemapCrawlSpider
-from tests.utils.crawl import crawl, our_stats
+from tests.utils.crawl import crawl, crawl_with_report, our_stats
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -301,12 +301,19 @@ async def test_html_robots_loops_and_depth(site: Callable[[str], MockServer]) ->
 @deferred_f_from_coro_f
 async def test_max_urls_closes_the_spider(site: Callable[[str], MockServer]) -> None:
     server = site("basic")
-    items, crawler = await crawl(settings=SERIAL, origin=server.base, max_urls="3")
+    items, report, crawler = await crawl_with_report(
+        settings=SERIAL, origin=server.base, max_urls="3"
+    )
     assert len(items) == 3
     stats = crawler.stats.get_stats()  # type: ignore[union-attr]
     assert stats["finish_reason"] == "max_urls"
     assert stats["sitemapcrawl/limits/max_urls_count"] == 1
     assert stats["sitemapcrawl/urls/found_count"] == 3
+    # the site report still closes the feed, with the limit it hit and the URLs it has
+    assert report is not None
+    assert report["limits"] == {"max_urls_count": 1}
+    assert report["urls"]["found"] == 3
+    assert sum(s["urls"] for s in report["segments"]) == 3
 
 
 @deferred_f_from_coro_f

@@ -180,6 +180,7 @@ class SitemapCrawlSpider(SitemapSpider):
         #: Each distinct fault logged (code, URL, message), for the site report.
         self.faults: list[dict[str, str]] = []
         self._closing = False
+        self._report_sent = False  # the site report went out early (max_urls)
         self._in_flight = 0
         self._seq = 0
         self._waiting: list[tuple[int, int, Request]] = []
@@ -914,6 +915,10 @@ class SitemapCrawlSpider(SitemapSpider):
         if self._closing:
             self.stats.set_value(_P + "limits/max_urls_count", 1)
             self._log_once("max_urls", "", f"max_urls={max_urls} reached; closing")
+            site = site_verification(self.crawler)
+            if site.closing_report is not None and not self._report_sent:
+                self._report_sent = True  # the feed's last item, as on a finished crawl
+                yield site.closing_report()
             raise CloseSpider("max_urls")
         if children:
             if self.crawl_state is not None:
