@@ -141,10 +141,13 @@ def delta_l(
     return _shifted(interval(lastmod, utc_offset)[1], shift) > since
 
 
-def interval(lastmod: LastMod, utc_offset: float | None = None) -> tuple[datetime, datetime]:
-    """:func:`lastmod_interval`, with a date or a time without a zone read in the site's
-    own zone when ``utc_offset`` (seconds east of UTC) is known."""
-    lo, hi = lastmod_interval(lastmod)
+def interval(
+    lastmod: LastMod, utc_offset: float | None = None, tau: timedelta | None = None
+) -> tuple[datetime, datetime]:
+    """:func:`lastmod_interval` (``tau``: its widening of a timestamp), with a date or a time
+    without a zone read in the site's own zone when ``utc_offset`` (seconds east of UTC) is
+    known."""
+    lo, hi = lastmod_interval(lastmod) if tau is None else lastmod_interval(lastmod, tau)
     if utc_offset is None or not (
         lastmod.precision in ("day", "month", "year") or "assumed_utc" in lastmod.flags
     ):
@@ -163,7 +166,7 @@ def reports_within(
 ) -> bool:
     """Whether ``lastmod`` (corrected by ``shift`` seconds) reports a change inside the
     window ``(start, end]``: all the times it may stand for (a date-only value or one
-    without a timezone: its whole day, ± 14 h) are inside.
+    without a timezone: its whole day, ± 14 h, or in ``utc_offset``'s zone) are inside.
 
     >>> from sitemapcrawl.sitemaps.dates import parse_lastmod as p
     >>> from datetime import UTC
@@ -176,13 +179,7 @@ def reports_within(
     if lastmod.value is None:
         return False
     start, end = window
-    lo, hi = lastmod_interval(lastmod, tau=timedelta(0))
-    if utc_offset is not None and (
-        lastmod.precision in ("day", "month", "year") or "assumed_utc" in lastmod.flags
-    ):
-        with suppress(OverflowError):
-            local = timedelta(seconds=utc_offset)
-            lo, hi = lo + TZ_SLACK - local, hi - TZ_SLACK - local
+    lo, hi = interval(lastmod, utc_offset, tau=timedelta(0))
     return start < _shifted(lo, shift) and _shifted(hi, shift) <= end
 
 
