@@ -25,6 +25,8 @@ from sitemapcrawl.verify.schedule import (
     audit_draw,
     decide,
     delta_l,
+    page_date_intervals,
+    page_dates_verified,
     reports_within,
     trusted_audit_share,
 )
@@ -100,6 +102,22 @@ def _utc(text: str | None) -> dt.datetime | None:
     return parsed.value if parsed is not None else None
 
 
+def _page_moment(text: str | None) -> dt.datetime | None:
+    """A page's own modification date as a moment: only a time with its zone (a date, or
+    a time in an unknown zone, cannot place a change between two daily fetches)."""
+    if not text:
+        return None
+    parsed = parse_lastmod(text)
+    if (
+        parsed is None
+        or parsed.value is None
+        or parsed.precision in ("day", "month", "year")
+        or "assumed_utc" in parsed.flags
+    ):
+        return None
+    return parsed.value
+
+
 @dataclass(slots=True)
 class _SegmentRun:
     """This run's incremental bookkeeping for one segment."""
@@ -111,6 +129,8 @@ class _SegmentRun:
     undated: int = 0
     urls: int = 0
     lag_pending: int = 0
+    #: How the pages' own dates behaved on re-fetch: hit, miss, false, still.
+    page_checks: Counter[str] = field(default_factory=Counter)
 
 
 class CrawlState:
@@ -144,6 +164,7 @@ class CrawlState:
             audit_trusted=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED"),
             audit_provisional=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL"),
             audit_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN"),
+            page_dates=settings.getbool("SITEMAPCRAWL_INCREMENTAL_PAGE_DATES"),
         )
         self.seed = str(settings.get("SITEMAPCRAWL_SAMPLE_SEED"))
         self.first_audit = settings.getint("SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT")
@@ -153,6 +174,7 @@ class CrawlState:
         )
         self._rows: list[dict[str, Any]] = []
         self._priors: dict[str, tuple[int, float]] = {}
+        self._page_priors: dict[str, tuple[int, float]] = {}
         self.by_segment: defaultdict[str, _SegmentRun] = defaultdict(_SegmentRun)
         self.replayed_sitemaps = 0
         self.skipped_children = 0
@@ -357,7 +379,27 @@ class CrawlState:
             captured=_captured(prev) if prev is not None else None,
             audit_share=self._audit_share(item.segment, standing),
             utc_offset=self.utc_offset(item.segment),
+            page_history=self._page_history(item.segment, standing, prev),
         )
+
+    def _page_history(
+        self, segment: str, standing: SegmentState | None, prev: UrlState | None
+    ) -> tuple[list[tuple[float, bool]], tuple[int, float]] | None:
+        """The URL's change history from its page's own dates, with the segment's pooled
+        prior, when the segment's page dates are verified (see ``page_dates_verified``)."""
+        if (
+            prev is None
+            or not prev.page_intervals
+            or standing is None
+            or not standing.counts.get("page_dates_verified")
+        ):
+            return None
+        prior = self._page_priors.get(segment)
+        if prior is None:
+            prior = self._page_priors[segment] = self.store.segment_rate(
+                self.origin, segment, page_dates=True
+            )
+        return prev.page_intervals, prior
 
     def _audit_share(self, segment: str, standing: SegmentState | None) -> float | None:
         """The segment's audit share when it is not the policy's: a TRUSTED segment's,
@@ -423,12 +465,32 @@ class CrawlState:
         interval = None
         observed: dict[str, Any] | None = None
         miss: tuple[str, bool] | None = None
+        from_dates: list[tuple[float, bool]] = []
+        if fingerprint is not None and (prev is None or prev.fingerprint is None):
+            from_dates, _ = page_date_intervals(
+                fetched_at=fetched_at,
+                page_date=_page_moment(page_modified),
+                previous_fetch=None,
+                previous_date=None,
+                changed=None,
+                cap=self.policy.max_age.total_seconds(),
+            )
         if prev is not None and prev.fingerprint is not None and fingerprint is not None:
             before = _utc(prev.fetched_at)
             if before is not None and prev.fetched_at is not None:
                 seconds = max((fetched_at - before).total_seconds(), 0.0)
                 changed = fingerprint != prev.fingerprint
                 interval = (seconds, changed)
+                from_dates, check = page_date_intervals(
+                    fetched_at=fetched_at,
+                    page_date=_page_moment(page_modified),
+                    previous_fetch=before,
+                    previous_date=_page_moment(prev.page_modified),
+                    changed=changed,
+                    cap=self.policy.max_age.total_seconds(),
+                )
+                if check is not None:
+                    self.by_segment[segment].page_checks[check] += 1
                 lastmod = parse_lastmod(prev.lastmod_raw) if prev.lastmod_raw else None
                 moved = bool(
                     delta_l(
@@ -468,6 +530,7 @@ class CrawlState:
             etag=etag,
             interval=interval,
             miss=miss,
+            page_intervals=from_dates,
         )
         return observed
 
@@ -588,6 +651,14 @@ class CrawlState:
                 l2.extra["tz_shift_s"] = int(k) * 3600
         else:
             l2.extra.pop("tz_shift_s", None)
+        checks = seg.page_checks
+        kept = l2.extra.get("page_dates") or [0.0, 0.0, 0.0, 0.0]
+        page_dates = [
+            round(DECAY * float(old) + checks[kind], 3)
+            for old, kind in zip(kept, ("hit", "miss", "false", "still"), strict=True)
+        ]
+        l2.extra["page_dates"] = page_dates
+        l2.extra["page_dates_verified"] = int(page_dates_verified(*page_dates))
         l2.extra["subset_trusted"] = int(
             static_name == "PARTIAL" and evidence.get("subset_verdict") == "PROVISIONAL"
         )
@@ -598,7 +669,18 @@ class CrawlState:
         )
         new = SegmentState(segment, name, since_run, l2.as_dict())
         self.store.save_segment(self.origin, self.run_id, new, reason, {**evidence, **extra})
-        extra = {**extra, "verdict_since_run": since_run, "cluster_moves": moves}
+        extra = {
+            **extra,
+            "verdict_since_run": since_run,
+            "cluster_moves": moves,
+            "page_dates": {
+                "hits": page_dates[0],
+                "misses": page_dates[1],
+                "false_moves": page_dates[2],
+                "still": page_dates[3],
+                "verified": bool(l2.extra["page_dates_verified"]),
+            },
+        }
         if late or seg.lag_pending:
             extra["late_reports"] = {"settled": late, "waiting": seg.lag_pending}
         return name, reason, extra

@@ -27,6 +27,9 @@ Special endpoints (``PATH`` is a file under ROOT, placeholders already substitut
 =====================================================  =====================================
 ``/_/requests``                                        JSON request log (not itself logged)
 ``/_/requests/reset``                                  clear the request log
+``/_/clock/SECONDS``                                   from now on, ``Date`` is the real
+                                                       clock + SECONDS (may be negative):
+                                                       a server "yesterday" (not logged)
 ``/_/gzip/PATH``                                       gzipped, ``application/xml``, no CE
 ``/_/gzip2/PATH``                                      gzipped twice, ``application/xml``
 ``/_/ce/ENC/PATH``                                     ``Content-Encoding: ENC`` (gzip,
@@ -251,6 +254,7 @@ class MockHTTPServer(ThreadingHTTPServer):
         self.verbose = verbose
         self._lock = threading.Lock()
         self._log: list[dict[str, Any]] = []
+        self.clock_offset = 0.0
         self._flaky: dict[str, int] = {}
         self._bombs: dict[tuple[int, str], bytes] = {}
         self._bomb_lock = threading.Lock()
@@ -397,6 +401,14 @@ class MockRequestHandler(BaseHTTPRequestHandler):
             self.server.reset_log()
             self._send_json([])
             return
+        if raw_path.startswith("/_/clock/"):
+            try:
+                self.server.clock_offset = float(raw_path.rsplit("/", 1)[1])
+            except ValueError:
+                self._send_error(400, "bad clock offset")
+                return
+            self._send_json(self.server.clock_offset)
+            return
         headers: dict[str, str] = {}
         for name, value in self.headers.items():
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
@@ -424,7 +436,12 @@ class MockRequestHandler(BaseHTTPRequestHandler):
         self, status: int, headers: Headers, overrides: Iterable[tuple[str, str]] = ()
     ) -> None:
         final = _apply(
-            [("Server", self.version_string()), ("Date", http_date()), *headers], overrides
+            [
+                ("Server", self.version_string()),
+                ("Date", http_date(time.time() + self.server.clock_offset)),
+                *headers,
+            ],
+            overrides,
         )
         self.send_response_only(status)
         for name, value in final:
@@ -1012,6 +1029,11 @@ class MockServer:
     def reset_requests(self) -> None:
         """Clear the server's request log."""
         with _NO_PROXY_OPENER.open(self.url("/_/requests/reset"), timeout=10) as resp:
+            resp.read()
+
+    def set_clock(self, offset: float) -> None:
+        """Send ``Date`` headers ``offset`` seconds from the real clock from now on."""
+        with _NO_PROXY_OPENER.open(self.url(f"/_/clock/{offset:g}"), timeout=10) as resp:
             resp.read()
 
 

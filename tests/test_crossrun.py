@@ -16,6 +16,8 @@ from sitemapcrawl.verify.schedule import (
     change_probability,
     change_rate,
     decide,
+    page_date_intervals,
+    page_dates_verified,
 )
 from sitemapcrawl.verify.scoring import wilson
 
@@ -235,6 +237,30 @@ def run_decide(**over: object) -> Decision:
             {"verdict": None, "last_fetch": NOW - timedelta(days=31), "intervals": QUIET},
             (True, "max_age"),
         ),
+        # verified page dates: one fetch is enough, and they say how long the page was quiet
+        (
+            {"verdict": "ABSENT", "page_history": ([(1.0, True), (30 * DAY, False)], (0, 0.0))},
+            (False, "poisson_wait"),
+        ),
+        (
+            {"verdict": "ABSENT", "page_history": ([(1.0, True), (3600.0, False)], (0, 0.0))},
+            (True, "poisson"),
+        ),
+        # without them the same URL, fetched once, is fetched again
+        ({"verdict": "ABSENT", "page_history": None}, (True, "no_history")),
+        (
+            {
+                "verdict": "ABSENT",
+                "page_history": ([(1.0, True), (30 * DAY, False)], (0, 0.0)),
+                "policy": Policy(page_dates=False),
+            },
+            (True, "no_history"),
+        ),
+        # a trusted lastmod decides before any change rate
+        (
+            {"page_history": ([(1.0, True), (3600.0, False)], (0, 0.0))},
+            (False, "lastmod_unchanged"),
+        ),
     ],
 )
 def test_decide(over: dict[str, object], expected: tuple[bool, str]) -> None:
@@ -250,6 +276,70 @@ def test_change_rate_and_probability() -> None:
     assert change_rate([(DAY, False)] * 10, 0, 0.0, policy) * DAY < 1 / 30
     assert change_probability(1 / DAY, DAY) == pytest.approx(1 - math.exp(-1))
     assert change_probability(1 / DAY, -5) == 0.0
+
+
+DAYS = [NOW - timedelta(days=k) for k in range(12)]
+
+
+@pytest.mark.parametrize(
+    ("page_date", "previous_date", "changed", "expected"),
+    [
+        # the date moved into the window and the content changed: a change seen at the date
+        (DAYS[0] - timedelta(hours=5), DAYS[9], True, ([(1.0, True), (5 * 3600.0, False)], "hit")),
+        # the content changed, the date stayed put (or moved to before our last fetch)
+        (DAYS[9], DAYS[9], True, ([(DAY, True)], "miss")),
+        (DAYS[3], DAYS[9], True, ([(DAY, True)], "miss")),
+        (None, DAYS[9], True, ([(DAY, True)], "miss")),
+        # nothing changed and the date says so
+        (DAYS[9], DAYS[9], False, ([(DAY, False)], "still")),
+        # the date moved while the content did not (a render time)
+        (DAYS[0], DAYS[1] + timedelta(hours=1), False, ([(DAY, False)], "false")),
+        # a date in the future is no observation
+        (NOW + timedelta(hours=3), DAYS[9], True, ([(DAY, True)], "miss")),
+        (None, None, False, ([(DAY, False)], None)),
+    ],
+)
+def test_page_date_intervals(
+    page_date: datetime | None,
+    previous_date: datetime | None,
+    changed: bool,
+    expected: tuple[list[tuple[float, bool]], str | None],
+) -> None:
+    got = page_date_intervals(
+        fetched_at=NOW,
+        page_date=page_date,
+        previous_fetch=DAYS[1],
+        previous_date=previous_date,
+        changed=changed,
+        cap=30 * DAY,
+    )
+    assert got == expected
+
+
+def test_page_date_intervals_first_fetch_and_verification() -> None:
+    first = {"previous_fetch": None, "previous_date": None, "changed": None, "cap": 30 * DAY}
+    # the quiet time since the page's date, up to the cap
+    assert page_date_intervals(fetched_at=NOW, page_date=DAYS[2], **first) == (
+        [(1.0, True), (2 * DAY, False)],
+        None,
+    )
+    assert page_date_intervals(fetched_at=NOW, page_date=NOW - timedelta(days=700), **first)[0] == [
+        (1.0, True),
+        (30 * DAY, False),
+    ]
+    assert page_date_intervals(fetched_at=NOW, page_date=None, **first) == ([], None)
+    # a page edited two years ago is due much later than one edited this morning
+    policy = Policy()
+    old = change_rate([(1.0, True), (30 * DAY, False)], 0, 0.0, policy)
+    fresh = change_rate([(1.0, True), (3 * 3600.0, False)], 0, 0.0, policy)
+    assert old * DAY < 0.1
+    assert fresh * DAY > 1
+    # honest dates are verified; too few, stale or moving ones are not
+    assert page_dates_verified(10, 0, 0, 100)
+    assert not page_dates_verified(9, 0, 0, 100)
+    assert not page_dates_verified(10, 4, 0, 100)
+    assert not page_dates_verified(30, 0, 12, 88)
+    assert not page_dates_verified(30, 0, 0, 0)  # never seen a quiet page: no check of moves
 
 
 def test_last_modified_equal_to_date_is_no_evidence() -> None:

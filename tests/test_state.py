@@ -700,3 +700,115 @@ async def test_a_provisional_segment_is_audited_whole_on_its_first_run_with_hist
     posts3 = {u: d for u, d in decisions(items3).items() if u.startswith("posts/")}
     assert set(posts3.values()) == {(False, "lastmod_unchanged")}
     assert paths(log3, "/posts/") == []
+
+
+class DatedSite:
+    """Two segments without lastmod (ABSENT): ``/a/`` pages whose JSON-LD ``dateModified``
+    is their last edit, ``/b/`` pages whose date never moves when they are edited."""
+
+    def __init__(self, root: Path, n: int) -> None:
+        self.root = root
+        now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+        self.pages = {
+            (seg, i): {"modified": now - dt.timedelta(days=10 + i, hours=i), "edition": 0}
+            for seg in "ab"
+            for i in range(n)
+        }
+        self.write()
+
+    def edit(self, seg: str, *numbers: int) -> None:
+        # hours back: a date within two minutes of the response's Date is a render time
+        stamp = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(hours=3)
+        for i in numbers:
+            page = self.pages[seg, i]
+            page["edition"] += 1
+            if seg == "a":
+                page["modified"] = stamp - dt.timedelta(seconds=i)
+        self.write()
+
+    def add(self, seg: str, i: int) -> None:
+        now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+        self.pages[seg, i] = {"modified": now - dt.timedelta(days=5), "edition": 0}
+        self.write()
+
+    def write(self) -> None:
+        for seg in "ab":
+            rows = []
+            for (s, i), page in sorted(self.pages.items()):
+                if s != seg:
+                    continue
+                rows.append(f"<url><loc>{{base}}/{seg}/{i}</loc></url>")
+                text = f"Page {i} of {seg}, {WORDS[page['edition']]} edition."
+                _write(self.root / seg / str(i), _page(page["modified"], text))
+            _write(
+                self.root / f"{seg}.xml",
+                '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                + "".join(rows)
+                + "</urlset>",
+            )
+        _write(
+            self.root / "robots.txt",
+            "User-agent: *\nSitemap: {base}/a.xml\nSitemap: {base}/b.xml\n",
+        )
+
+
+@deferred_f_from_coro_f
+async def test_verified_page_dates_give_change_rates_from_one_fetch(tmp_path: Path) -> None:
+    """Where the pages' own dates moved exactly when their content did, a page fetched once
+    already has a change history (its date: a change then, none since), so it is not
+    fetched again only to learn one; dates that stay put while pages change are not used."""
+    n = 50  # 38 pages seen still: enough to bound the false moves (0 of 38: under 10 %)
+    built = DatedSite(tmp_path / "site", n)
+    state = tmp_path / "state.sqlite"
+    with MockServer(root=built.root) as server:
+        server.set_clock(-86400)  # the first run was yesterday, by the server's clock
+        items1, _, _, log1 = await run(server, state, since="last", pages="refetch")
+        assert {(i["refetch"], i["refetch_reason"]) for i in items1} == {(True, "new")}
+        assert len(paths(log1, "/a/")) == len(paths(log1, "/b/")) == n
+
+        built.edit("a", *range(12))
+        built.edit("b", *range(12))
+        built.add("a", n)
+        built.add("b", n)
+        server.set_clock(0)
+        items2, report2, _, log2 = await run(server, state, since="last", pages="refetch")
+        assert decisions(items2) == {
+            **{f"{s}/{i}": (True, "no_history") for s in "ab" for i in range(n)},
+            "a/50": (True, "new"),
+            "b/50": (True, "new"),
+        }
+        assert len(paths(log2, "/a/")) == len(paths(log2, "/b/")) == n + 1
+        checks = {s["segment"]: s["cross_run"]["page_dates"] for s in report2["segments"]}
+        assert checks == {
+            "/a/": {"hits": 12, "misses": 0, "false_moves": 0, "still": 38, "verified": True},
+            "/b/": {"hits": 0, "misses": 12, "false_moves": 0, "still": 38, "verified": False},
+        }
+
+        items3, report3, crawler3, log3 = await run(server, state, since="last", pages="refetch")
+    got = decisions(items3)
+    # two fetches each, seconds apart: no page is likely to have changed since
+    assert {u: d for u, d in got.items() if u != "b/50"} == {
+        **{f"{s}/{i}": (False, "poisson_wait") for s in "ab" for i in range(n)},
+        "a/50": (False, "poisson_wait"),  # fetched once, its date says 5 days quiet
+    }
+    assert got["b/50"] == (True, "no_history")  # fetched once, dates not verified
+    assert paths(log3, "/a/") == []
+    assert paths(log3, "/b/") == ["/b/50"]
+    assert our_stats(crawler3)["sitemapcrawl/refetch/requested_count"] == 1
+    checks3 = {s["segment"]: s["cross_run"]["page_dates"] for s in report3["segments"]}
+    assert checks3["/a/"]["verified"] is True
+    assert checks3["/b/"]["verified"] is False
+    with sqlite3.connect(state) as db:
+        (history,) = db.execute(
+            "SELECT page_intervals FROM urls WHERE url = ?", (f"{server.base}/a/0",)
+        ).fetchone()
+    # first fetch (yesterday): a change at its date 10 days ago, quiet since; second: a
+    # change at its new date 3 hours ago, quiet since
+    (change1, (quiet1, q1)), (change2, (quiet2, q2)) = (
+        json.loads(history)[:2],
+        json.loads(history)[2:],
+    )
+    assert change1 == change2 == [1.0, 1]
+    assert (q1, q2) == (0, 0)
+    assert 9 * 86400 <= quiet1 < 9 * 86400 + 120
+    assert 3 * 3600 <= quiet2 < 3 * 3600 + 120

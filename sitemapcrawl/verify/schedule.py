@@ -23,6 +23,15 @@ The decision uses a URL's lastmod only where its segment's standing verdict allo
   since our last fetch, 1 - exp(-λ̂·Δt), reaches θ. A URL with no fetch history, or fetched
   only once (no interval to learn from), is refetched.
 
+**Page dates as change history.** Where the segment's pages carry their own modification
+time and our fetches have shown it honest (:func:`page_dates_verified`: it moved into the
+window between two fetches when the content changed, and stayed put when it did not), each
+fetch tells when the page last changed, not only whether it did: a change observed at that
+moment and none since (:func:`page_date_intervals`). The first fetch then already gives a
+rate (a page last edited two years ago is not fetched again tomorrow), so the second fetch
+is not needed. On the simulated web at equal fetches this is 0.7-2.2 points less stale than
+the fetch-interval estimate alone (docs/benchmarks.md).
+
 Reasons (``refetch_reason``): new, lastmod_changed, lastmod_unchanged, audit, max_age,
 undated, no_history, poisson, poisson_wait.
 """
@@ -38,7 +47,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from sitemapcrawl.verify.crossrun import TRUSTING, Z_L2
-from sitemapcrawl.verify.scoring import TZ_SLACK, lastmod_interval
+from sitemapcrawl.verify.scoring import TZ_SLACK, lastmod_interval, wilson
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -54,6 +63,8 @@ __all__ = [
     "decide",
     "delta_l",
     "interval",
+    "page_date_intervals",
+    "page_dates_verified",
     "reports_within",
     "site_utc_offset",
     "trusted_audit_share",
@@ -62,6 +73,18 @@ __all__ = [
 DAY = 86_400.0
 #: λ̂ is kept inside [1/10 years, 10/day], per second.
 RATE_BOUNDS = (1 / (3650 * DAY), 10 / DAY)
+#: A page date observed is a change seen at that moment: an interval this short (seconds)
+#: stands for it in the incomplete-observation estimate (τ/(e^{λτ}-1) → 1/λ, the
+#: complete-observation term).
+OBSERVED_CHANGE = 1.0
+#: Clock slack between a page's own date and the server's ``Date`` (seconds).
+PAGE_DATE_SLACK = 60.0
+#: Page dates are trusted for change rates after this many changes they reported…
+PAGE_DATE_MIN_HITS = 10
+#: …with the Wilson lower bound of "moved when the content changed" at least this…
+PAGE_DATE_RECALL = 0.7
+#: …and the upper bound of "moved while the content did not" at most this.
+PAGE_DATE_FALSE = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +97,7 @@ class Policy:
     audit_provisional: float = 0.08  # … PROVISIONAL and PARTIAL
     audit_min: int = 5  # audited URLs per TRUSTED segment and run, at least
     prior_rate: float = 1 / (30 * DAY)  # per second, when the segment has no history either
+    page_dates: bool = True  # use verified page dates as change history
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +292,86 @@ def trusted_audit_share(
     return min(share, policy.audit_trusted)
 
 
+def page_date_intervals(
+    *,
+    fetched_at: datetime,
+    page_date: datetime | None,
+    previous_fetch: datetime | None,
+    previous_date: datetime | None,
+    changed: bool | None,
+    cap: float,
+) -> tuple[list[tuple[float, bool]], str | None]:
+    """What one fetch of a page with its own modification date adds to the page-date change
+    history, and how the date behaved: ``(intervals, check)``.
+
+    ``changed``: whether our fingerprint changed since ``previous_fetch`` (None: the first
+    fetch). ``check``: ``hit`` (the date moved into the window since our previous fetch and
+    the content changed), ``miss`` (the content changed, the date did not say so),
+    ``false`` (the date moved, the content did not), ``still`` (neither moved) or None (a
+    first fetch). A first fetch gives a change at the date and none since, the quiet time
+    counted up to ``cap`` seconds (older history is not trusted to predict); a later one
+    the same when the date reports a change inside the window, else the plain fetch
+    interval.
+
+    >>> from datetime import UTC
+    >>> now = datetime(2024, 6, 10, tzinfo=UTC)
+    >>> page_date_intervals(fetched_at=now, page_date=now - timedelta(days=400),
+    ...     previous_fetch=None, previous_date=None, changed=None, cap=30 * DAY)
+    ([(1.0, True), (2592000.0, False)], None)
+    >>> page_date_intervals(fetched_at=now, page_date=now - timedelta(hours=2),
+    ...     previous_fetch=now - timedelta(days=1), previous_date=now - timedelta(days=9),
+    ...     changed=True, cap=30 * DAY)
+    ([(1.0, True), (7200.0, False)], 'hit')
+    >>> page_date_intervals(fetched_at=now, page_date=now - timedelta(days=9),
+    ...     previous_fetch=now - timedelta(days=1), previous_date=now - timedelta(days=9),
+    ...     changed=True, cap=30 * DAY)
+    ([(86400.0, True)], 'miss')
+    """
+    slack = timedelta(seconds=PAGE_DATE_SLACK)
+    if page_date is not None and page_date > fetched_at + slack:
+        page_date = None  # a date in the future is no observation
+    if previous_fetch is None or changed is None:
+        if page_date is None:
+            return [], None
+        quiet = min(max((fetched_at - page_date).total_seconds(), 0.0), cap)
+        return [(OBSERVED_CHANGE, True), (quiet, False)], None
+    seconds = max((fetched_at - previous_fetch).total_seconds(), 0.0)
+    plain = [(seconds, changed)] if seconds > 0 else []
+    if page_date is None:
+        return plain, ("miss" if changed else None)
+    moved = previous_date is None or abs((page_date - previous_date).total_seconds()) > 1
+    if moved and previous_fetch - slack < page_date:
+        if changed:
+            quiet = max((fetched_at - page_date).total_seconds(), 0.0)
+            return [(OBSERVED_CHANGE, True), (quiet, False)], "hit"
+        return plain, "false"
+    if changed:
+        return plain, "miss"
+    return plain, ("false" if moved else "still")
+
+
+def page_dates_verified(hits: float, misses: float, false: float, still: float) -> bool:
+    """Whether a segment's page dates are honest enough to stand for its change history:
+    at least :data:`PAGE_DATE_MIN_HITS` changes they reported, their recall's Wilson lower
+    bound at least :data:`PAGE_DATE_RECALL` and the upper bound of their false moves at
+    most :data:`PAGE_DATE_FALSE` (counts as decayed, rounded).
+
+    >>> page_dates_verified(12, 0, 0, 250)
+    True
+    >>> page_dates_verified(12, 9, 0, 250)  # dates that stay put while pages change
+    False
+    >>> page_dates_verified(12, 0, 240, 10)  # dates that move on every fetch
+    False
+    >>> page_dates_verified(8, 0, 0, 250)
+    False
+    """
+    hits, misses, false, still = (round(x) for x in (hits, misses, false, still))
+    if hits < PAGE_DATE_MIN_HITS or wilson(hits, hits + misses)[0] < PAGE_DATE_RECALL:
+        return False
+    quiet = false + still
+    return quiet > 0 and wilson(false, quiet)[1] <= PAGE_DATE_FALSE
+
+
 _OFFSET = re.compile(r"T\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?\s*(Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
 
 
@@ -322,6 +426,7 @@ def decide(
     captured: tuple[datetime, datetime] | None = None,
     audit_share: float | None = None,
     utc_offset: float | None = None,
+    page_history: tuple[Sequence[tuple[float, bool]], tuple[int, float]] | None = None,
 ) -> Decision:
     """One URL's refetch decision (see the module docstring).
 
@@ -331,7 +436,10 @@ def decide(
     is used corrected, with the PROVISIONAL audit; ``captured``: see :func:`delta_l`;
     ``audit_share``: the segment's audit share when set (a TRUSTED one's, see
     :func:`trusted_audit_share`; a PROVISIONAL one's first audit), else the policy's;
-    ``utc_offset``: see :func:`delta_l`.
+    ``utc_offset``: see :func:`delta_l`; ``page_history``: the URL's page-date change
+    history and its segment's pooled prior, when the segment's page dates are verified
+    (see :func:`page_date_intervals`): the rate is estimated from it, and one fetch is
+    enough to start.
     """
     if not known and since_last:
         return Decision(True, "new")
@@ -365,6 +473,8 @@ def decide(
         # STALE: a move is still right; UNVERIFIABLE (no red flag, no page evidence yet):
         # the pages it points at are the ones that show whether it is right
         return Decision(True, "lastmod_changed", True)
+    if page_history is not None and page_history[0] and policy.page_dates:
+        intervals, prior = page_history
     if last_fetch is None or (not trusting and not intervals):
         # never fetched, or fetched once: no interval to estimate a rate from yet
         return Decision(True, "undated" if trusting else "no_history", moved)

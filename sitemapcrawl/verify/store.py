@@ -7,7 +7,8 @@ What a next run needs, per origin (the site the crawl was started on):
 * ``urls``: per URL its segment and sitemap, the lastmod seen on the last run, when the
   lastmod last changed, when it was last marked for refetch, and what our own fetches saw
   (fingerprint, the page's ``dateModified``, ``Last-Modified``, ``ETag``) plus the recent
-  fetch intervals that feed the per-URL change-rate estimate;
+  fetch intervals that feed the per-URL change-rate estimate (and the history its own
+  modification dates give, used where those are verified);
 * ``lastmod_history``: each URL's lastmod values, one row per change;
 * ``fetches``: every page this project fetched (sample, audit, refetch), with the reason;
 * ``segments``: per segment the current verdict, since when, and the decayed cross-run
@@ -155,6 +156,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE urls ADD COLUMN miss_run INTEGER;
     ALTER TABLE urls ADD COLUMN miss_counted INTEGER;
     """,
+    # 4: the change history the page's own dates give (a change at the date, none since),
+    # used for the URL's change rate once the segment's page dates are verified
+    """
+    ALTER TABLE urls ADD COLUMN page_intervals TEXT NOT NULL DEFAULT '[]';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 #: Fetch intervals kept per URL for its change-rate estimate (the most recent ones).
@@ -182,6 +188,7 @@ class UrlState:
     page_modified: str | None
     intervals: list[tuple[float, bool]]
     fetched_lastmod_raw: str | None = None  # the lastmod when we last fetched the page
+    page_intervals: list[tuple[float, bool]] | None = None  # from the page's own dates
 
 
 @dataclass(slots=True)
@@ -211,7 +218,8 @@ class SitemapState:
 
 _URL_COLUMNS = (
     "url, segment, sitemap, lastmod_raw, first_run, last_run, lastmod_changed_at, "
-    "last_refetch_at, fetched_at, fingerprint, page_modified, intervals, fetched_lastmod_raw"
+    "last_refetch_at, fetched_at, fingerprint, page_modified, intervals, fetched_lastmod_raw, "
+    "page_intervals"
 )
 
 
@@ -231,6 +239,7 @@ def _url_state(row: Sequence[Any]) -> UrlState:
         modified,
         [(float(t), bool(c)) for t, c in json.loads(row[11])],
         row[12],
+        [(float(t), bool(c)) for t, c in json.loads(row[13])],
     )
 
 
@@ -438,9 +447,11 @@ class StateStore:
         etag: str | None,
         interval: tuple[float, bool] | None,
         miss: tuple[str, bool] | None = None,
+        page_intervals: Sequence[tuple[float, bool]] = (),
     ) -> None:
         """One page fetched by us; ``interval`` (seconds since our previous fetch, content
-        changed) extends the URL's change history. ``miss``: the content changed and the
+        changed) extends the URL's change history, ``page_intervals`` the one its own dates
+        give. ``miss``: the content changed and the
         lastmod did not say so: (the previous fetch's time, whether the miss was counted);
         it waits in the URL's row for a later lastmod that covers it (see
         :meth:`open_misses`)."""
@@ -464,14 +475,17 @@ class StateStore:
             )
             if fingerprint is not None:
                 row = db.execute(
-                    "SELECT intervals FROM urls WHERE origin = ? AND url = ?", (origin, url)
+                    "SELECT intervals, page_intervals FROM urls WHERE origin = ? AND url = ?",
+                    (origin, url),
                 ).fetchone()
                 intervals = json.loads(row[0]) if row is not None else []
+                from_dates = json.loads(row[1]) if row is not None else []
                 if interval is not None:
                     intervals = [*intervals, [round(interval[0], 1), int(interval[1])]]
+                from_dates += [[round(t, 1), int(c)] for t, c in page_intervals]
                 db.execute(
                     "UPDATE urls SET fetched_at = ?, fingerprint = ?, page_modified = ?, "
-                    "http_last_modified = ?, etag = ?, intervals = ?, "
+                    "http_last_modified = ?, etag = ?, intervals = ?, page_intervals = ?, "
                     "fetched_lastmod_raw = lastmod_raw WHERE origin = ? AND url = ?",
                     (
                         fetched_at,
@@ -480,6 +494,7 @@ class StateStore:
                         http_last_modified,
                         etag,
                         json.dumps(intervals[-MAX_INTERVALS:], separators=(",", ":")),
+                        json.dumps(from_dates[-MAX_INTERVALS:], separators=(",", ":")),
                         origin,
                         url,
                     ),
@@ -524,12 +539,16 @@ class StateStore:
             [(origin, url) for url in urls],
         )
 
-    def segment_rate(self, origin: str, segment: str) -> tuple[int, float]:
+    def segment_rate(
+        self, origin: str, segment: str, *, page_dates: bool = False
+    ) -> tuple[int, float]:
         """Changes observed and observation time (seconds) over the segment's URLs: the
-        pooled prior of the per-URL change-rate estimate."""
+        pooled prior of the per-URL change-rate estimate (``page_dates``: of the one from
+        the pages' own dates)."""
+        column = "page_intervals" if page_dates else "intervals"
         changes, seconds = 0, 0.0
         for (intervals,) in self.db.execute(
-            "SELECT intervals FROM urls WHERE origin = ? AND segment = ? AND intervals != '[]'",
+            f"SELECT {column} FROM urls WHERE origin = ? AND segment = ? AND {column} != '[]'",  # noqa: S608 - one of two column names
             (origin, segment),
         ):
             for t, c in json.loads(intervals):
