@@ -92,6 +92,7 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN": 5,  # audited URLs per TRUSTED segment and run
     "SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT": 200,  # a PROVISIONAL segment's first audit
     "SITEMAPCRAWL_INCREMENTAL_PAGE_DATES": True,  # change rates from verified page dates
+    "SITEMAPCRAWL_CONDITIONAL_PAGES": True,  # refetch with verified ETag/Last-Modified
     # Incremental runs sample a segment whose lastmod stands verified only this often
     "SITEMAPCRAWL_RESAMPLE_DAYS": 7.0,
     "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 28.0,

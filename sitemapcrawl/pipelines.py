@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from scrapy.spiders import Spider
 
     from sitemapcrawl.sitemaps.dates import LastMod
+    from sitemapcrawl.state import CrawlState
     from sitemapcrawl.verification import SegmentRecord
     from sitemapcrawl.verify.sampling import SampledUrl
 
@@ -247,19 +248,7 @@ class PageSamplingPipeline:
         sampled = {r.url for r in requests}
         pending: Iterator[Request] = iter(requests)
         if state is not None and state.pending:
-            pending = chain(
-                pending,
-                (
-                    Request(
-                        url,
-                        cb_kwargs={"segment": segment, "reason": reason},
-                        meta={_REFETCH_META: reason, "handle_httpstatus_all": True},
-                        dont_filter=True,
-                        priority=-20,
-                    )
-                    for url, segment, reason in state.pending_pages(sampled)
-                ),
-            )
+            pending = chain(pending, self._refetches(state, sampled))
         workers = max(1, self.crawler.settings.getint("CONCURRENT_REQUESTS"))
 
         async def worker() -> None:
@@ -275,6 +264,25 @@ class PageSamplingPipeline:
             # After the samples and refetches: a link to one of them finds it fetched.
             proxy = getattr(self.crawler.spider, "_proxy_meta", None) or {}
             await links.crawl(engine, workers, proxy)
+
+    def _refetches(self, state: CrawlState, sampled: set[str]) -> Iterator[Request]:
+        """The pages marked for refetch, conditional (``If-None-Match`` /
+        ``If-Modified-Since``) where the segment's validators are verified and no link
+        follower needs this run's bodies."""
+        stats = self.crawler.stats
+        assert stats is not None
+        for url, segment, reason in state.pending_pages(sampled):
+            headers = {} if self.links.active else state.page_validators(url, segment)
+            if headers:
+                stats.inc_value(_R + "conditional_count")
+            yield Request(
+                url,
+                headers=headers or None,
+                cb_kwargs={"segment": segment, "reason": reason},
+                meta={_REFETCH_META: reason, "handle_httpstatus_all": True},
+                dont_filter=True,
+                priority=-20,
+            )
 
     async def _refetch(self, engine: ExecutionEngine, request: Request) -> None:
         """A page marked for refetch: fetch it and record what it is now."""
@@ -310,6 +318,11 @@ class PageSamplingPipeline:
         if links.active:
             links.observe(request.url, response, "refetch")
         fingerprint = page_modified = http_modified = etag = None
+        not_modified = response.status == 304 and bool(
+            request.headers.get(b"If-None-Match") or request.headers.get(b"If-Modified-Since")
+        )
+        if not_modified:
+            stats.inc_value(_R + "not_modified_count")
         if response.status == 200:
             evidence = page_evidence(
                 response.body, response.url, _headers(response), now=self._now(response)
@@ -329,6 +342,7 @@ class PageSamplingPipeline:
             page_modified=page_modified,
             http_last_modified=http_modified,
             etag=etag,
+            not_modified=not_modified,
         )
         if observed is not None:
             stats.inc_value(_R + ("changed_count" if observed["changed"] else "unchanged_count"))

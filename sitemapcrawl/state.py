@@ -10,6 +10,7 @@ rows (written in batches) and for this run's page observations (the L2 counts).
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import hashlib
 import logging
 from collections import Counter, defaultdict
@@ -102,6 +103,21 @@ def _utc(text: str | None) -> dt.datetime | None:
     return parsed.value if parsed is not None else None
 
 
+#: A segment's pages are refetched conditionally once their ETag or Last-Modified changed
+#: with their content this many times (decayed), and never stayed put while it changed.
+VALIDATOR_MIN_HITS = 10
+
+
+def _validator_moved(prev: UrlState, etag: str | None, last_modified: str | None) -> bool | None:
+    """Whether the page's validator changed since ``prev`` (its ETag when both fetches had
+    one, else its Last-Modified); None when there is none to compare."""
+    if prev.etag and etag:
+        return prev.etag.removeprefix("W/") != etag.removeprefix("W/")
+    if prev.http_last_modified and last_modified:
+        return prev.http_last_modified != last_modified
+    return None
+
+
 def _page_moment(text: str | None) -> dt.datetime | None:
     """A page's own modification date as a moment: only a time with its zone (a date, or
     a time in an unknown zone, cannot place a change between two daily fetches)."""
@@ -131,6 +147,9 @@ class _SegmentRun:
     lag_pending: int = 0
     #: How the pages' own dates behaved on re-fetch: hit, miss, false, still.
     page_checks: Counter[str] = field(default_factory=Counter)
+    #: Pages whose content changed between two fetches: their ETag / Last-Modified
+    #: changed too (hit) or not (miss: a conditional GET would have hidden the change).
+    validator_checks: Counter[str] = field(default_factory=Counter)
 
 
 class CrawlState:
@@ -166,6 +185,7 @@ class CrawlState:
             audit_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN"),
             page_dates=settings.getbool("SITEMAPCRAWL_INCREMENTAL_PAGE_DATES"),
         )
+        self.conditional_pages = settings.getbool("SITEMAPCRAWL_CONDITIONAL_PAGES")
         self.seed = str(settings.get("SITEMAPCRAWL_SAMPLE_SEED"))
         self.first_audit = settings.getint("SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT")
         self.resample_after = dt.timedelta(days=settings.getfloat("SITEMAPCRAWL_RESAMPLE_DAYS"))
@@ -443,6 +463,31 @@ class CrawlState:
             if url not in exclude:
                 yield url, segment, reason
 
+    def page_validators(self, url: str, segment: str) -> dict[str, str]:
+        """``If-None-Match`` / ``If-Modified-Since`` for refetching ``url``: only in a segment
+        whose validators changed every time our fetches saw its content change (see
+        :data:`VALIDATOR_MIN_HITS`), so a ``304`` can be believed."""
+        standing = self.segments.get(segment)
+        if (
+            not self.conditional_pages
+            or standing is None
+            or not standing.counts.get("validators_verified")
+        ):
+            return {}
+        prev = self.store.url(self.origin, url)
+        if prev is None or prev.fingerprint is None:
+            return {}
+        headers = {}
+        if prev.etag:
+            headers["If-None-Match"] = prev.etag
+        if prev.http_last_modified:
+            moment = _utc(prev.http_last_modified)
+            if moment is not None:
+                headers["If-Modified-Since"] = email.utils.format_datetime(
+                    moment.astimezone(dt.UTC), usegmt=True
+                )
+        return headers
+
     # -- pages we fetched ------------------------------------------------------------------
 
     def observe_page(
@@ -457,11 +502,16 @@ class CrawlState:
         page_modified: str | None,
         http_last_modified: str | None,
         etag: str | None,
+        not_modified: bool = False,
     ) -> dict[str, Any] | None:
         """Record a fetched page; returns the change observation when we had fetched it
-        before (``changed``, ``interval_s``, ``lastmod_moved``)."""
+        before (``changed``, ``interval_s``, ``lastmod_moved``). ``not_modified``: it
+        answered ``304`` to our conditional request: it is what we fetched last time."""
         self.flush()
         prev = self.store.url(self.origin, url)
+        if not_modified and prev is not None:
+            fingerprint, page_modified = prev.fingerprint, prev.page_modified
+            http_last_modified, etag = prev.http_last_modified, prev.etag
         interval = None
         observed: dict[str, Any] | None = None
         miss: tuple[str, bool] | None = None
@@ -491,6 +541,11 @@ class CrawlState:
                 )
                 if check is not None:
                     self.by_segment[segment].page_checks[check] += 1
+                moved_validator = _validator_moved(prev, etag, http_last_modified)
+                if changed and moved_validator is not None and not not_modified:
+                    self.by_segment[segment].validator_checks[
+                        "hit" if moved_validator else "miss"
+                    ] += 1
                 lastmod = parse_lastmod(prev.lastmod_raw) if prev.lastmod_raw else None
                 moved = bool(
                     delta_l(
@@ -659,6 +714,15 @@ class CrawlState:
         ]
         l2.extra["page_dates"] = page_dates
         l2.extra["page_dates_verified"] = int(page_dates_verified(*page_dates))
+        kept = l2.extra.get("validators") or [0.0, 0.0]
+        validators = [
+            round(DECAY * float(old) + seg.validator_checks[kind], 3)
+            for old, kind in zip(kept, ("hit", "miss"), strict=True)
+        ]
+        l2.extra["validators"] = validators
+        l2.extra["validators_verified"] = int(
+            validators[0] >= VALIDATOR_MIN_HITS and validators[1] < 0.5
+        )
         l2.extra["subset_trusted"] = int(
             static_name == "PARTIAL" and evidence.get("subset_verdict") == "PROVISIONAL"
         )
@@ -679,6 +743,11 @@ class CrawlState:
                 "false_moves": page_dates[2],
                 "still": page_dates[3],
                 "verified": bool(l2.extra["page_dates_verified"]),
+            },
+            "validators": {
+                "hits": validators[0],
+                "misses": validators[1],
+                "verified": bool(l2.extra["validators_verified"]),
             },
         }
         if late or seg.lag_pending:

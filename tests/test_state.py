@@ -812,3 +812,89 @@ async def test_verified_page_dates_give_change_rates_from_one_fetch(tmp_path: Pa
     assert (q1, q2) == (0, 0)
     assert 9 * 86400 <= quiet1 < 9 * 86400 + 120
     assert 3 * 3600 <= quiet2 < 3 * 3600 + 120
+
+
+class ValidatorSite(DatedSite):
+    """:class:`DatedSite` plus ``/c/`` pages served with one ETag whatever their content
+    (a server whose validators say nothing), at ``/_/headers/c/N?ETag="same"``."""
+
+    def write(self) -> None:
+        super().write()
+        rows = []
+        for (seg, i), page in sorted(self.pages.items()):
+            if seg != "a":
+                continue
+            text = f"Page {i} of c, {WORDS[page['edition']]} edition."
+            _write(self.root / "c" / str(i), _page(page["modified"], text))
+            rows.append(f"<url><loc>{{base}}/_/headers/c/{i}?ETag=%22same%22</loc></url>")
+        _write(
+            self.root / "c.xml",
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            + "".join(rows)
+            + "</urlset>",
+        )
+        _write(
+            self.root / "robots.txt",
+            "User-agent: *\nSitemap: {base}/a.xml\nSitemap: {base}/b.xml\nSitemap: {base}/c.xml\n",
+        )
+
+
+def _conditional(entry: dict[str, Any]) -> bool:
+    """A page request (not a sitemap's) with a validator."""
+    page = entry["path"].startswith(("/a/", "/b/", "/_/headers/"))
+    return page and any(
+        k.lower() in ("if-none-match", "if-modified-since") for k in entry["headers"]
+    )
+
+
+@deferred_f_from_coro_f
+async def test_pages_are_refetched_conditionally_where_validators_are_verified(
+    tmp_path: Path,
+) -> None:
+    """Where every content change our fetches saw changed the page's ETag too, refetches
+    carry ``If-None-Match``/``If-Modified-Since`` and a 304 counts as "unchanged"; a server
+    whose ETag stays put while pages change never gets a conditional request."""
+    n = 20
+    built = ValidatorSite(tmp_path / "site", n)
+    state = tmp_path / "state.sqlite"
+    args = {"since": "last", "pages": "refetch", "links": "off"}
+    everything = {"SITEMAPCRAWL_INCREMENTAL_THETA": 0.0}  # refetch every URL, every run
+    with MockServer(root=built.root) as server:
+        _, _, crawler1, log1 = await run(server, state, everything, **args)
+        assert not any(_conditional(e) for e in log1)
+        built.edit("a", *range(12))  # c's pages change with a's
+        _, report2, crawler2, log2 = await run(server, state, everything, **args)
+        assert not any(_conditional(e) for e in log2)  # nothing verified before this run
+        checks = {s["segment"]: s["cross_run"]["validators"] for s in report2["segments"]}
+        assert checks == {
+            "/a/": {"hits": 12, "misses": 0, "verified": True},
+            "/b/": {"hits": 0, "misses": 0, "verified": False},  # no change seen yet
+            "/_/": {"hits": 0, "misses": 12, "verified": False},
+        }
+
+        built.edit("a", 0, 1, 2)
+        _, report3, crawler3, log3 = await run(server, state, everything, **args)
+    pages3 = [e for e in log3 if e["path"].startswith(("/a/", "/b/", "/_/headers/"))]
+    assert len(pages3) == 3 * n
+    conditional = sorted(e["path"] for e in pages3 if _conditional(e))
+    assert conditional == sorted(f"/a/{i}" for i in range(n))
+    stats3 = our_stats(crawler3)
+    assert stats3["sitemapcrawl/refetch/requested_count"] == 3 * n
+    assert stats3["sitemapcrawl/refetch/conditional_count"] == n
+    assert stats3["sitemapcrawl/refetch/not_modified_count"] == n - 3
+    assert stats3["sitemapcrawl/refetch/status_count/304"] == n - 3
+    assert stats3["sitemapcrawl/refetch/status_count/200"] == 2 * n + 3
+    # the three edited pages of a and their copies under c changed; the rest did not
+    assert stats3["sitemapcrawl/refetch/changed_count"] == 6
+    assert stats3["sitemapcrawl/refetch/unchanged_count"] == 3 * n - 6
+    checks3 = {s["segment"]: s["cross_run"]["validators"] for s in report3["segments"]}
+    assert checks3["/a/"]["verified"] is True
+    assert checks3["/_/"]["verified"] is False
+    # a 304 is an unchanged fetch: the page's history goes on from the stored fingerprint
+    with sqlite3.connect(state) as db:
+        (intervals,) = db.execute(
+            "SELECT intervals FROM urls WHERE url = ?", (f"{server.base}/a/{n - 1}",)
+        ).fetchone()
+    assert [changed for _, changed in json.loads(intervals)] == [0, 0]
+    assert our_stats(crawler1).get("sitemapcrawl/refetch/conditional_count") is None
+    assert our_stats(crawler2).get("sitemapcrawl/refetch/conditional_count") is None

@@ -189,6 +189,8 @@ class UrlState:
     intervals: list[tuple[float, bool]]
     fetched_lastmod_raw: str | None = None  # the lastmod when we last fetched the page
     page_intervals: list[tuple[float, bool]] | None = None  # from the page's own dates
+    etag: str | None = None  # the page's validators when we last fetched it
+    http_last_modified: str | None = None
 
 
 @dataclass(slots=True)
@@ -219,7 +221,7 @@ class SitemapState:
 _URL_COLUMNS = (
     "url, segment, sitemap, lastmod_raw, first_run, last_run, lastmod_changed_at, "
     "last_refetch_at, fetched_at, fingerprint, page_modified, intervals, fetched_lastmod_raw, "
-    "page_intervals"
+    "page_intervals, etag, http_last_modified"
 )
 
 
@@ -240,6 +242,8 @@ def _url_state(row: Sequence[Any]) -> UrlState:
         [(float(t), bool(c)) for t, c in json.loads(row[11])],
         row[12],
         [(float(t), bool(c)) for t, c in json.loads(row[13])],
+        row[14],
+        row[15],
     )
 
 
