@@ -422,6 +422,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                     num(s["delay_mean_h"]),
                     pct(s["poisson_stale_at_equal_fetches"]),
                     _sitemap_304(r),
+                    _page_304(r),
                     _other_gets(r),
                 ]
             )
@@ -438,6 +439,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 "delay h",
                 "Poisson-only stale at equal GETs",
                 "sitemap 304s / requests",
+                "page 304s / GETs",
                 "other GETs/run",
             ],
             rows,
@@ -461,6 +463,17 @@ def _sitemap_304(result: dict[str, Any]) -> str:
         return "n/a"
     asked = sum(r["requests"].get(w, 0) for r in runs for w in ("index", "sitemap"))
     same = sum(r.get("not_modified", {}).get(w, 0) for r in runs for w in ("index", "sitemap"))
+    return f"{same} / {asked}"
+
+
+def _page_304(result: dict[str, Any]) -> str:
+    """Page GETs answered 304 (a conditional refetch of an unchanged page: no body) over all
+    page GETs, runs 2..N."""
+    runs = result.get("runs", [])[1:]
+    if not all("not_modified" in r for r in runs):
+        return "n/a"
+    asked = sum(r["requests"].get("page", 0) for r in runs)
+    same = sum(r.get("not_modified", {}).get("page", 0) for r in runs)
     return f"{same} / {asked}"
 
 
