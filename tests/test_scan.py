@@ -10,6 +10,7 @@ every size. The scanner must also really be used on the plain files (``reader.pa
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import datetime as dt
 import gzip
 import random
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from sitemapcrawl.sitemaps import Limits, SitemapReader
+from sitemapcrawl.sitemaps import Limits, SitemapReader, UrlEntry, dates
 from tests.conftest import CONFORMANCE, DATA
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -349,3 +350,238 @@ def test_nothing_read_yet_goes_to_lxml_without_a_restart() -> None:
     reader = same(b"<urlset><!-- c -->" + entry * 100 + b"</urlset>", chunk_size=100)
     assert reader.parser == "lxml"
     assert reader.scan_stopped == "a comment, CDATA section, DOCTYPE or PI"
+
+
+# -- the fast paths: extensions, lastmods, entries ----------------------------------------
+
+EXTENSIONS = """<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+  xmlns:xhtml="http://www.w3.org/1999/xhtml"
+  xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">
+  <url><loc>https://www.example.com/1</loc>
+    <xhtml:link rel="alternate" hreflang="de" href="https://www.example.com/de/1"/></url>
+  <url><loc>https://www.example.com/2</loc><lastmod>2024-05-01T10:00:00Z</lastmod>
+    <xhtml:link rel="alternate" hreflang="de" href="https://www.example.com/de/2"/>
+    <xhtml:link rel="alternate"  hreflang="fr"	href="https://www.example.com/fr/2" />
+    <xhtml:link
+      rel="alternate" hreflang="x-default" href="https://www.example.com/2"/>
+  </url>
+  <url><loc>https://www.example.com/3</loc>
+    <xhtml:link rel="alter	nate" hreflang="de
+AT" href="
+ https://www.example.com/de/3	x "/>
+    <xhtml:link rel="alternate" hreflang="fr" href=""/>
+    <xhtml:link rel="alternate" hreflang="it" href=" 	 "/>
+    <xhtml:link rel="" hreflang="" href="/relative"/>
+  </url>
+  <url><loc>https://www.example.com/4</loc>
+    <image:image><image:loc>https://www.example.com/4.jpg</image:loc></image:image>
+  </url>
+  <url><loc>https://www.example.com/5</loc><changefreq>daily</changefreq>
+    <image:image>
+      <image:loc>
+        https://www.example.com/5a.jpg
+      </image:loc>
+      <image:title>  A   title
+	on two lines  </image:title>
+    </image:image>
+    <image:image><image:loc>https://www.example.com/5b.jpg</image:loc>
+      <image:caption>A caption "quoted"</image:caption></image:image>
+    <image:image><image:loc></image:loc><image:title></image:title>
+      <image:caption>   </image:caption></image:image>
+    <image:image><image:loc> </image:loc><image:title>t</image:title>
+      <image:caption>c</image:caption></image:image>
+  </url>
+  <url><loc>https://www.example.com/6</loc><priority>0.4</priority>
+    <xhtml:link rel="alternate" hreflang="de" href="https://www.example.com/de/6"/>
+    <image:image><image:loc>https://www.example.com/6.jpg</image:loc>
+      <image:title>Six</image:title></image:image>
+    <xhtml:link rel="alternate" hreflang="fr" href="https://www.example.com/fr/6"/>
+  </url>
+  <url><loc>https://www.example.com/7</loc>
+    <xhtml:link rel="alternate" hreflang="de" href="https://www.example.com/de/7?a=1&amp;b=2"/>
+  </url>
+  <url><loc>https://www.example.com/8</loc>
+    <image:image><image:loc>https://www.example.com/8.jpg</image:loc>
+      <image:title>Caf\u00e9 &lt;8&gt;</image:title></image:image>
+  </url>
+  <url><loc>https://www.example.com/9</loc>
+    <image:image><image:loc>https://www.example.com/9.jpg</image:loc>
+      <image:title>del \x7f here</image:title></image:image>
+  </url>
+</urlset>
+""".encode()
+
+
+def test_extensions() -> None:
+    reader = same(EXTENSIONS)
+    assert reader.parser == "scan", reader.scan_stopped
+    entries = list(SitemapReader(EXTENSIONS, BASE, now=NOW))
+    assert [len(e.alternates) for e in entries] == [1, 3, 2, 0, 0, 2, 1, 0, 0]
+    assert [len(e.images) for e in entries] == [0, 0, 0, 1, 4, 1, 0, 1, 1]
+    assert entries[2].alternates[0] == {
+        "rel": "alter nate",
+        "hreflang": "de AT",
+        "href": "https://www.example.com/de/3 x",
+    }
+    assert entries[4].images[0]["title"] == "A title on two lines"
+    for name, body in variants(EXTENSIONS).items():
+        same(body), name
+    for size in (1, 7, 100, 333):
+        same(EXTENSIONS, chunk_size=size)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_extension_mutants(seed: int) -> None:
+    for body in mutants(seed, EXTENSIONS, 150):
+        same(body)
+
+
+def test_url_entry_fields_are_in_the_order_the_scanner_passes_them() -> None:
+    assert [f.name for f in dataclasses.fields(UrlEntry)] == [
+        "loc",
+        "lastmod",
+        "changefreq",
+        "priority",
+        "news",
+        "images",
+        "videos",
+        "alternates",
+        "mobile",
+        "pagemap",
+        "relative",
+        "position",
+    ]
+
+
+LASTMOD_EDGES = [
+    "2024-05-01",
+    "2024-01-01",
+    "2024-02-29",
+    "2023-02-29",
+    "2024-13-01",
+    "2024-00-10",
+    "2024-05-32",
+    "0999-05-01",
+    "1000-05-01",
+    "1001-05-01",
+    "9998-12-31",
+    "9999-05-01",
+    "1970-01-01",
+    "1969-12-31T19:00:00-05:00",
+    "1970-01-02T00:30:00+01:00",
+    "2000-01-01T00:00:00Z",
+    "1999-12-31T23:00:00-01:00",
+    "2024-01-01T00:30:00+01:00",
+    "2024-01-02T00:30:00+01:00",
+    "2023-12-31T23:30:00-01:00",
+    "2024-05-01T10:00",
+    "2024-05-01T10:00Z",
+    "2024-05-01T10:00:00",
+    "2024-05-01T10:00:00Z",
+    "2024-05-01T10:00:00+00:00",
+    "2024-05-01T10:00:00-00:00",
+    "2024-05-01T10:00:00+14:00",
+    "2024-05-01T10:00:00-14:00",
+    "2024-05-01T10:00:00+14:01",
+    "2024-05-01T10:00:00-13:59",
+    "2024-05-01T10:00:00+05:60",
+    "2024-05-01T10:00:00+99:99",
+    "2024-05-01T10:00:00.1Z",
+    "2024-05-01T10:00:00.12+02:00",
+    "2024-05-01T10:00:00.123-02:00",
+    "2024-05-01T10:00:00.1234",
+    "2024-05-01T10:00:00.12345Z",
+    "2024-05-01T10:00:00.123456+05:30",
+    "2024-05-01T10:00:00.1234567Z",
+    "2024-05-01T10:00:00.000Z",
+    "2024-05-01T24:00",
+    "2024-05-01T24:00:00Z",
+    "2024-05-01T23:59:60Z",
+    "2024-05-01T25:00:00Z",
+    "2024-05-01T10:60:00Z",
+    "2024-05-01t10:00:00z",
+    "2024-05-01 10:00:00",
+    "2024-05-01T10:00:00+0200",
+    "2024-05-01Z",
+    "2024-05",
+    "2024",
+    "9998-12-31T23:59:59-14:00",
+    "1001-01-01T00:00:00+14:00",
+    "2030-01-01",
+    "2030-06-01T10:00:00Z",
+    "2025-01-02T00:00:00Z",
+    "2025-01-02T00:00:01Z",
+]
+LASTMOD_NOWS = [
+    None,
+    NOW,
+    dt.datetime(2025, 1, 1),
+    dt.datetime(2025, 1, 1, 3, tzinfo=dt.timezone(dt.timedelta(hours=-5))),
+    dt.datetime.max,
+    dt.datetime.max.replace(tzinfo=dt.UTC),
+    dt.datetime.min,
+]
+
+
+def _random_lastmods(seed: int, n: int) -> list[str]:
+    """Values of every shape the fast path reads: any digits, or fields mostly in range."""
+    rng = random.Random(seed)
+    shapes = [shape.decode() for shape in dates._W3C_SHAPES]
+    out = []
+    for _ in range(n):
+        shape = rng.choice(shapes)
+        if rng.random() < 0.2:
+            out.append("".join(str(rng.randrange(10)) if c == "9" else c for c in shape))
+            continue
+        edge = rng.choice((1000, 1001, 9998, 9999))
+        year = rng.choice((rng.randint(1000, 9999), rng.randint(1990, 2030), 2024, edge))
+        text = f"{year:04d}-{rng.randint(1, 12):02d}-{rng.randint(1, 31):02d}"
+        if len(shape) > 10:
+            text += f"T{rng.randint(0, 24):02d}:{rng.randint(0, 60):02d}"
+            if shape[16:19] == ":99":
+                text += f":{rng.randint(0, 60):02d}"
+            if "." in shape:
+                fraction = shape.split(".")[1]
+                digits = len(fraction) - len(fraction.lstrip("9"))
+                text += "." + "".join(str(rng.randrange(10)) for _ in range(digits))
+            if shape.endswith("Z"):
+                text += "Z"
+            elif shape[-6] in "+-":
+                minutes = rng.choice((0, 30, 45, 59, 60))
+                text += f"{shape[-6]}{rng.randint(0, 15):02d}:{minutes:02d}"
+        assert text.encode().translate(dates._TO_SHAPE).decode() == shape, (text, shape)
+        out.append(text)
+    return out
+
+
+def test_lastmod_fast_path_agrees_with_parse_lastmod() -> None:
+    values = LASTMOD_EDGES + _random_lastmods(7, 20_000)
+    fast = 0
+    for text in values:
+        for now in LASTMOD_NOWS:
+            got = dates.w3c_lastmod(text.encode(), now)
+            if got is None:
+                continue
+            fast += 1
+            want = dates.parse_lastmod(text, now=now)
+            assert got == want, (text, now)
+            assert repr(got) == repr(want), (text, now)
+            assert got.value is not None
+            assert got.value.tzinfo is dt.UTC
+    assert fast > len(values) * 2  # the fast path is really taken
+    for text in ("2024-05-01", "2024-05-01T10:00:00Z", "2024-05-01T10:00:00.5-05:00"):
+        assert dates.w3c_lastmod(text.encode()) is not None, text
+
+
+def test_lastmods_in_a_sitemap() -> None:
+    entries = "".join(
+        f"<url><loc>https://www.example.com/{i}</loc><lastmod>{text}</lastmod></url>"
+        for i, text in enumerate(LASTMOD_EDGES * 2 + _random_lastmods(8, 500))
+    )
+    body = f"<urlset>{entries}</urlset>".encode()
+    for now in (None, NOW):
+        fast = SitemapReader(body, BASE, now=now)
+        slow = SitemapReader(body, BASE, now=now, fast_path=False)
+        assert outcome(fast) == outcome(slow)
+        assert fast.parser == "scan"

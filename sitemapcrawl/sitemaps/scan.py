@@ -15,6 +15,11 @@ root is closed, anything after it. The reader then hands the body to lxml
 (``SitemapReader._xml``), which gives the answer for the whole file; the entries the
 scanner yielded are exactly lxml's first ones (``tests/test_scan.py`` checks it).
 
+In an ordinary entry, the common cases take shortcuts that give what the general code
+would: a plain location is checked with ``translate`` and a cached scheme and authority,
+a W3C ``lastmod`` is decoded by ``dates.w3c_lastmod``, and extensions made only of
+printable ASCII are split rather than decoded value by value.
+
 The scanner keeps at most one chunk plus one entry in memory (its caches are bounded), and
 reads the chunks as the decoder produces them, so the decoder's caps apply unchanged.
 """
@@ -22,8 +27,9 @@ reads the chunks as the decoder produces them, so the decoder's caps apply uncha
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
+from .dates import w3c_lastmod
 from .model import SitemapRef, UrlEntry
 
 if TYPE_CHECKING:
@@ -63,12 +69,14 @@ _CACHE_MAX: Final = 4096
 
 _S = rb"[ \t\n\r]*"
 _TEXT = rb"([^<]*)"
+# (An optional part is written "(?:...|)", not "(?:...)?": the same matches, and the
+# regex engine takes a branch faster than it repeats a group at most once.)
 _CORE = (
     _S + rb"<url>" + _S
-    + rb"<loc>" + _TEXT + rb"</loc>" + _S
-    + rb"(?:<lastmod>" + _TEXT + rb"</lastmod>" + _S + rb")?"
-    + rb"(?:<changefreq>" + _TEXT + rb"</changefreq>" + _S + rb")?"
-    + rb"(?:<priority>" + _TEXT + rb"</priority>" + _S + rb")?"
+    + rb"<loc>[ \t\n\r]*+" + _TEXT + rb"</loc>" + _S
+    + rb"(?:<lastmod>" + _TEXT + rb"</lastmod>" + _S + rb"|)"
+    + rb"(?:<changefreq>" + _TEXT + rb"</changefreq>" + _S + rb"|)"
+    + rb"(?:<priority>" + _TEXT + rb"</priority>" + _S + rb"|)"
 )  # fmt: skip
 _LINK = (
     rb"<xhtml:link[ \t\n\r]+rel=\"([^\"<]*)\"[ \t\n\r]+hreflang=\"([^\"<]*)\""
@@ -76,13 +84,21 @@ _LINK = (
 )
 _IMAGE = (
     rb"<image:image>" + _S + rb"<image:loc>" + _TEXT + rb"</image:loc>" + _S
-    + rb"(?:<image:title>" + _TEXT + rb"</image:title>" + _S + rb")?"
-    + rb"(?:<image:caption>" + _TEXT + rb"</image:caption>" + _S + rb")?"
+    + rb"(?:<image:title>" + _TEXT + rb"</image:title>" + _S + rb"|)"
+    + rb"(?:<image:caption>" + _TEXT + rb"</image:caption>" + _S + rb"|)"
     + rb"</image:image>"
 )  # fmt: skip
 #: One extension element of the shapes ``_simple`` takes: groups 1-3 a link's rel,
 #: hreflang and href, 4-6 an image's loc, title and caption.
 _EXTENSION = re.compile(_LINK + rb"|" + _IMAGE)
+#: The same for ASCII text (``_PLAIN_TEXT``), as ``str``.
+_EXTENSION_TEXT = re.compile((_LINK + rb"|" + _IMAGE).decode("ascii"))
+#: Tab, newline and printable ASCII but "&" (and DEL): text of these bytes (without "]]>")
+#: is what ``_text`` gives back decoded, and ``_attr_value`` with tabs and newlines as spaces.
+_PLAIN_TEXT = b"\t\n" + bytes(range(0x20, 0x26)) + bytes(range(0x27, 0x80))
+_ATTR_SPACE_TEXT = str.maketrans("\t\n", "  ")
+#: An image's fields in the images-only text of an entry.
+_IMAGE_FIELD = re.compile(r"<image:(loc|title|caption)>([^<]*)")
 _SIMPLE: dict[tuple[bool, bool], re.Pattern[bytes]] = {}
 
 
@@ -134,6 +150,9 @@ _NOT_CHAR = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]|\xef\xbf[\xbe\xbf]")
 _REF = re.compile(r"&(?:(amp|lt|gt|quot|apos)|#([0-9]{1,8})|#x([0-9A-Fa-f]{1,8}));")
 _PREDEFINED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 _ATTR_SPACE = bytes.maketrans(b"\t\n\r", b"   ")
+#: Bytes looked for with ``in`` as ints: ``b"&" in raw`` first tries ``b"&"`` as an int,
+#: and formats the error message it then drops, which costs more than the search.
+_CR, _AMP = b"\r&"
 #: An absolute http(s) location with a plain host and an optional port up to 65535: with
 #: every byte in ``[!-Z^-~]`` (checked with ``translate``), it is ``reader._PLAIN_URL``.
 _PLAIN_HEAD = re.compile(
@@ -142,6 +161,8 @@ _PLAIN_HEAD = re.compile(
     rb"(?=[/?#]|\Z)"
 )
 _URL_BYTES = bytes(range(0x21, 0x5B)) + bytes(range(0x5E, 0x7F))  # [!-Z^-~]
+#: ``[!-Z^-~]`` but "&" (and "<") as themselves, every other byte as NUL.
+_PLAIN_BYTES = bytes(c if c in _URL_BYTES and c not in b"&<" else 0 for c in range(256))
 _XML_NS = "http://www.w3.org/XML/1998/namespace"
 
 
@@ -167,7 +188,7 @@ def _deref(match: re.Match[str]) -> str:
 def _text(raw: bytes) -> str:
     """Character data as lxml gives it: newlines normalised, the stream's ``&`` escaping
     applied, references expanded. Raises ``_Unsupported`` on what lxml would report."""
-    if b"\r" in raw:
+    if _CR in raw:
         raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     return _decode(raw)
 
@@ -181,7 +202,7 @@ def _decode(raw: bytes) -> str:
         raise _Unsupported("']]>' in character data")
     if _NOT_CHAR.search(raw):
         raise _Unsupported("a character XML does not allow")
-    if b"&" in raw:
+    if _AMP in raw:
         raw = escape_amps(raw)
     try:
         text = raw.decode("utf-8")
@@ -203,9 +224,22 @@ def _prose(raw: bytes) -> str | None:
 
 def _attr_value(raw: bytes) -> str:
     """An attribute value as lxml gives it: literal tabs and newlines become spaces."""
-    if b"\r" in raw:
+    if _CR in raw:
         raw = raw.replace(b"\r\n", b" ")
     return _decode(raw.translate(_ATTR_SPACE))
+
+
+def _alternate(alternates: list[dict[str, Any]], rel: str, hreflang: str, href: str) -> None:
+    """``ext.alternate`` of a link whose attribute values are plain ASCII text."""
+    if "\t" in href or "\n" in href:
+        href = href.translate(_ATTR_SPACE_TEXT)
+    href = href.strip()
+    if href:
+        if "\t" in rel or "\n" in rel:
+            rel = rel.translate(_ATTR_SPACE_TEXT)
+        if "\t" in hreflang or "\n" in hreflang:
+            hreflang = hreflang.translate(_ATTR_SPACE_TEXT)
+        alternates.append({"rel": rel, "hreflang": hreflang, "href": href})
 
 
 class _El:
@@ -260,11 +294,14 @@ class Scan:
         self._eof = False
         self._ns: dict[str, str] = {}
         self._root = b""
-        self._lastmods: dict[bytes, LastMod | None] = {}
+        self._lastmods: dict[bytes, LastMod] = {}  # what w3c_lastmod gave
+        self._days: dict[bytes, LastMod] = {}  # the same for the values of 10 bytes
+        self._other_lastmods: dict[bytes, LastMod | None] = {}
         self._names: dict[tuple[bytes, bool], str] = {}
         self._blanks: dict[bytes, str] = {}
         self._changefreqs: dict[bytes, str | None] = {}
         self._priorities: dict[bytes, tuple[float | None, bool]] = {}
+        self._plain_priorities: dict[bytes, float] = {}
 
     # -- input --------------------------------------------------------------------------
 
@@ -283,14 +320,13 @@ class Scan:
     # -- the document -------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[UrlEntry | SitemapRef]:
-        try:
-            yield from self._document()
-        except _Unsupported as exc:
-            self.reason = str(exc)
+        return self._content()
 
-    def _document(self) -> Iterator[UrlEntry | SitemapRef]:
+    def _head(self) -> tuple[bytes, int]:
+        """Read the XML declaration (if any) and the root element's start tag; return the
+        buffer and the position after them."""
         buf = b""
-        while True:  # the head is the XML declaration (if any) and the root element's start
+        while True:
             chunk = self._read()
             if chunk is None:
                 raise _Unsupported("the body ends in the root element's start tag")
@@ -323,7 +359,7 @@ class Scan:
         self._root = qname
         self._declare(attrs)
         self._qname(qname, element=True)
-        yield from self._content(buf, root.end())
+        return buf, root.end()
 
     def _declare(self, attrs: bytes) -> None:
         """Read the root's namespace declarations; check its other attributes."""
@@ -371,138 +407,238 @@ class Scan:
             raise _Unsupported(f"an undeclared namespace prefix {prefix!r}")
         return f"{{{self._ns[prefix]}}}{local}"
 
-    def _content(self, buf: bytes, pos: int) -> Iterator[UrlEntry | SitemapRef]:
+    def _content(self) -> Iterator[UrlEntry | SitemapRef]:
+        # One generator, not three: each level of ``yield from`` costs every entry.
+        try:
+            buf, pos = self._head()
+        except _Unsupported as exc:
+            self.reason = str(exc)
+            return
         reader = self.reader
         limits = reader.limits
         max_urls = limits.max_urls
         max_loc = limits.max_loc_length
-        check_loc = reader._loc
-        parse_lastmod = reader._lastmod
-        counts = reader.counts
+        now = reader.now
         simple = _simple("xhtml" in self._ns, "image" in self._ns).match
         space = _SPACE.match
         plain = _PLAIN_HEAD.match
-        url_bytes = _URL_BYTES
+        check_loc = reader._loc
+        plain_bytes = _PLAIN_BYTES
+        head = b"\0"  # what the last plain location started with, up to its path
         lastmods = self._lastmods
-        lastmod_shape = _LASTMOD_SHAPE.fullmatch
+        days = self._days
+        w3c = w3c_lastmod
+        other_lastmod = self._other_lastmod
+        changefreqs = self._changefreqs
         changefreq_of = self._changefreq
+        priorities = self._plain_priorities
         priority_of = self._priority
+        extensions_of = self._extensions
         entry_type = UrlEntry
         end_tag = b"</" + self._root
         blank = 0  # white space between entries since the last one, across chunks
-        while True:
-            match = simple(buf, pos)
-            if match is not None:
-                blank = 0
-                # _sitemap_element for an entry of loc, lastmod, changefreq, priority.
-                pos = match.end()
-                loc_b, lastmod_b, changefreq_b, priority_b, extensions = match.groups()
-                stripped = loc_b.strip(b" \t\n\r")
-                if (
-                    b"&" not in stripped
-                    and not stripped.translate(None, url_bytes)
-                    and plain(stripped) is not None
-                    and len(stripped) <= max_loc
-                ):
-                    loc = stripped.decode("ascii")  # reader._loc would return it as is
-                    relative = False
-                else:
-                    checked, relative = check_loc(_text(loc_b).strip() or None)
-                    if checked is None:
-                        continue
-                    loc = checked
-                lastmod = None
-                if lastmod_b is not None:
-                    if lastmod_b in lastmods:
-                        lastmod = lastmods[lastmod_b]
-                        if lastmod is not None and lastmod.value is None:
-                            counts["lastmod_invalid"] += 1
+        try:
+            while True:
+                match = simple(buf, pos)
+                if match is not None:
+                    blank = 0
+                    # _sitemap_element for an entry of loc, lastmod, changefreq, priority.
+                    pos = match.end()
+                    loc_b, lastmod_b, changefreq_b, priority_b, extensions = match.groups()
+                    loc_b = loc_b.rstrip(b" \t\n\r")  # (the regex took the leading space)
+                    if loc_b.startswith(head):
+                        plain_head = True
                     else:
-                        if lastmod_shape(lastmod_b) is not None:
-                            lastmod = parse_lastmod(lastmod_b.decode("ascii"))
-                        else:
-                            lastmod = parse_lastmod(_text(lastmod_b).strip() or None)
-                        if len(lastmods) >= _CACHE_MAX:
-                            lastmods.clear()
-                        if lastmod is None or "future" not in lastmod.flags:
-                            lastmods[lastmod_b] = lastmod
-                entry = entry_type(
-                    loc,
-                    lastmod,
-                    None if changefreq_b is None else changefreq_of(changefreq_b),
-                    None if priority_b is None else priority_of(priority_b),
-                    relative=relative,
-                    position=reader.urls,
-                )
-                if extensions:
-                    self._extensions(entry, extensions)
-                reader.urls += 1
-                if reader.urls > max_urls and not self._over_limit():
+                        start = plain(loc_b)
+                        plain_head = start is not None
+                        if start is not None and start.end() < len(loc_b):
+                            # The match depends on nothing after the "/", "?" or "#"
+                            # that ends it: a location that starts the same matches.
+                            head = loc_b[: start.end() + 1]
+                    if (
+                        plain_head
+                        and 0 not in loc_b.translate(plain_bytes)
+                        and len(loc_b) <= max_loc
+                    ):
+                        loc = loc_b.decode("ascii")  # reader._loc would return it as is
+                        relative = False
+                    else:
+                        checked, relative = check_loc(_text(loc_b).strip() or None)
+                        if checked is None:
+                            continue
+                        loc = checked
+                    lastmod = None
+                    if lastmod_b is not None:
+                        # Dates apart: they repeat, times may not (and would evict them).
+                        cache = days if len(lastmod_b) == 10 else lastmods
+                        lastmod = cache.get(lastmod_b)
+                        if lastmod is None:
+                            lastmod = w3c(lastmod_b, now)
+                            if lastmod is None:
+                                lastmod = other_lastmod(lastmod_b)
+                            else:
+                                if len(cache) >= _CACHE_MAX:
+                                    cache.clear()
+                                cache[lastmod_b] = lastmod
+                    changefreq = None
+                    if changefreq_b is not None:
+                        changefreq = changefreqs.get(changefreq_b) or changefreq_of(changefreq_b)
+                    priority = None
+                    if priority_b is not None:
+                        priority = priorities.get(priority_b)
+                        if priority is None:
+                            priority = priority_of(priority_b)
+                    urls = reader.urls
+                    # UrlEntry's fields in order (tests/test_scan.py checks it): a call
+                    # without keywords or default factories is cheaper.
+                    if extensions:
+                        alternates, images = extensions_of(extensions)
+                        entry = entry_type(
+                            loc, lastmod, changefreq, priority,
+                            [], images, [], alternates, False, [], relative, urls,
+                        )  # fmt: skip
+                    else:
+                        entry = entry_type(
+                            loc, lastmod, changefreq, priority,
+                            [], [], [], [], False, [], relative, urls,
+                        )  # fmt: skip
+                    urls += 1
+                    reader.urls = urls
+                    if urls > max_urls and not self._over_limit():
+                        self.complete = True
+                        return
+                    self.yielded += 1
+                    yield entry
+                    continue
+                end = space(buf, pos).end()  # type: ignore[union-attr]
+                blank += end - pos
+                pos = end
+                if blank > _MAX_BLOCK:  # lxml keeps it as a text node, and caps those
+                    raise _Unsupported(f"more than {_MAX_BLOCK} bytes of white space")
+                if pos >= len(buf):
+                    if self._eof:
+                        raise _Unsupported("the body ends before the root element is closed")
+                    buf, pos = self._more(buf, pos)
+                    continue
+                if buf[pos] != 0x3C:  # "<"
+                    raise _Unsupported("text between entries")
+                if buf.startswith(end_tag, pos):
+                    self._end(buf, pos + len(end_tag))
+                    return
+                block = self._block(buf, pos)
+                if block is None:
+                    if self._eof:
+                        raise _Unsupported("the body ends inside an entry")
+                    buf, pos = self._more(buf, pos)
+                    continue
+                element, pos = block
+                blank = 0
+                found = reader._sitemap_element(cast("_Element", element))
+                if found is None:
+                    continue
+                if type(found) is UrlEntry and not reader._count_url():
                     self.complete = True
                     return
                 self.yielded += 1
-                yield entry
-                continue
-            end = space(buf, pos).end()  # type: ignore[union-attr]
-            blank += end - pos
-            pos = end
-            if blank > _MAX_BLOCK:  # lxml keeps it as a text node, and caps those
-                raise _Unsupported(f"more than {_MAX_BLOCK} bytes of white space")
-            if pos >= len(buf):
-                if self._eof:
-                    raise _Unsupported("the body ends before the root element is closed")
-                buf, pos = self._more(buf, pos)
-                continue
-            if buf[pos] != 0x3C:  # "<"
-                raise _Unsupported("text between entries")
-            if buf.startswith(end_tag, pos):
-                self._end(buf, pos + len(end_tag))
-                return
-            block = self._block(buf, pos)
-            if block is None:
-                if self._eof:
-                    raise _Unsupported("the body ends inside an entry")
-                buf, pos = self._more(buf, pos)
-                continue
-            element, pos = block
-            blank = 0
-            found = reader._sitemap_element(cast("_Element", element))
-            if found is None:
-                continue
-            if type(found) is UrlEntry and not reader._count_url():
-                self.complete = True
-                return
-            self.yielded += 1
-            yield found
+                yield found
+        except _Unsupported as exc:
+            self.reason = str(exc)
+
+    def _other_lastmod(self, raw: bytes) -> LastMod | None:
+        """``reader._lastmod`` of a ``<lastmod>`` text ``w3c_lastmod`` does not take."""
+        cache = self._other_lastmods
+        if raw in cache:
+            lastmod = cache[raw]
+            if lastmod is not None and lastmod.value is None:
+                self.reader.counts["lastmod_invalid"] += 1
+            return lastmod
+        if _LASTMOD_SHAPE.fullmatch(raw) is not None:
+            lastmod = self.reader._lastmod(raw.decode("ascii"))
+        else:
+            lastmod = self.reader._lastmod(_text(raw).strip() or None)
+        if len(cache) >= _CACHE_MAX:
+            cache.clear()
+        if lastmod is None or "future" not in lastmod.flags:
+            cache[raw] = lastmod
+        return lastmod
 
     @staticmethod
-    def _extensions(entry: UrlEntry, raw: bytes) -> None:
-        """``ext.alternate`` and ``ext.image`` for the shapes of ``_EXTENSION``."""
-        for match in _EXTENSION.finditer(raw):
-            rel, hreflang, href, loc, title, caption = match.groups()
-            if href is not None:
-                href_text = _attr_value(href)
-                if href_text.strip():
-                    entry.alternates.append(
+    def _extensions(raw: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """``ext.alternate`` and ``ext.image`` for the shapes of ``_EXTENSION``: the
+        alternates and the images."""
+        alternates: list[dict[str, Any]] = []
+        images: list[dict[str, Any]] = []
+        if not raw.translate(None, _PLAIN_TEXT) and raw.find(b"]]>") < 0:
+            # ASCII without references, CRs or control characters: ``_text`` is a mere
+            # decode, ``_attr_value`` turns tabs and newlines into spaces.
+            if raw.find(b"<image:") < 0:  # alternates only: three quoted values each
+                # (white space out of the values is dropped: it may be made spaces)
+                parts = raw.translate(_ATTR_SPACE).decode("ascii").split('"')
+                for rel, hreflang, href in zip(parts[1::6], parts[3::6], parts[5::6], strict=True):
+                    stripped = href.strip()
+                    if stripped:
+                        alternates.append({"rel": rel, "hreflang": hreflang, "href": stripped})
+                return alternates, images
+            text = raw.decode("ascii")
+            if "<xhtml:" not in text:  # images only: a loc first, a title, a caption
+                image: dict[str, Any] = {}
+                for name, value in _IMAGE_FIELD.findall(text):
+                    if name == "loc":
+                        image = {
+                            "loc": value.strip() or None,
+                            "caption": None,
+                            "title": None,
+                            "geo_location": None,
+                            "license": None,
+                        }
+                        images.append(image)
+                    else:
+                        prose = value.strip()
+                        image[name] = " ".join(prose.split()) if prose else None
+            else:
+                for match in _EXTENSION_TEXT.finditer(text):
+                    rel, hreflang, href, loc, title, caption = match.groups()
+                    if href is not None:
+                        _alternate(alternates, rel, hreflang, href)
+                        continue
+                    if title is not None:
+                        title = title.strip()
+                        title = " ".join(title.split()) if title else None
+                    if caption is not None:
+                        caption = caption.strip()
+                        caption = " ".join(caption.split()) if caption else None
+                    images.append(
                         {
-                            "rel": _attr_value(rel),
-                            "hreflang": _attr_value(hreflang),
-                            "href": href_text.strip(),
+                            "loc": loc.strip() or None,
+                            "caption": caption,
+                            "title": title,
+                            "geo_location": None,
+                            "license": None,
                         }
                     )
+            return alternates, images
+        for element in _EXTENSION.finditer(raw):
+            rel_b, hreflang_b, href_b, loc_b, title_b, caption_b = element.groups()
+            if href_b is not None:
+                href = _attr_value(href_b).strip()
+                # Decoded even when the link is dropped: lxml reports what they hold.
+                rel = _attr_value(rel_b)
+                hreflang = _attr_value(hreflang_b)
+                if href:
+                    alternates.append({"rel": rel, "hreflang": hreflang, "href": href})
                 continue
-            image: dict[str, str | None] = {
-                "loc": _text(loc).strip() or None,
-                "caption": None,
-                "title": None,
-                "geo_location": None,
-                "license": None,
-            }
-            if title is not None:
-                image["title"] = _prose(title)
-            if caption is not None:
-                image["caption"] = _prose(caption)
-            entry.images.append(image)
+            loc = _text(loc_b).strip() or None
+            title = None if title_b is None else _prose(title_b)
+            images.append(
+                {
+                    "loc": loc,
+                    "caption": None if caption_b is None else _prose(caption_b),
+                    "title": title,
+                    "geo_location": None,
+                    "license": None,
+                }
+            )
+        return alternates, images
 
     def _over_limit(self) -> bool:
         """``reader._count_url`` after its increment, for the inlined count."""
@@ -522,6 +658,7 @@ class Scan:
         return value
 
     def _priority(self, raw: bytes) -> float | None:
+        """The value; ``_plain_priorities`` caches the valid ones, this the others."""
         cached = self._priorities.get(raw)
         if cached is None:
             text = _text(raw).strip() or None  # ext.text_of
@@ -539,7 +676,10 @@ class Scan:
             cached = (priority, invalid)
             if len(self._priorities) >= _CACHE_MAX:
                 self._priorities.clear()
+                self._plain_priorities.clear()
             self._priorities[raw] = cached
+            if priority is not None:
+                self._plain_priorities[raw] = priority
         if cached[1]:
             self.reader.counts["priority_invalid"] += 1
         return cached[0]
