@@ -14,7 +14,7 @@ from .extensions import SitemapProgressExtension
 from .htmlreport.extension import HtmlReportExtension
 from .httpcompression import SitemapHttpCompressionMiddleware
 from .middlewares import SitemapLastmodMiddleware
-from .pipelines import PageSamplingPipeline
+from .pipelines import PageSamplingPipeline, ScrapedCountPipeline
 from .redirectguard import PrivateRedirectMiddleware
 from .robotstxt import SitemapRobotsTxtMiddleware
 
@@ -144,6 +144,8 @@ class SitemapCrawlAddon:
             "SPIDER_MIDDLEWARES", SitemapLastmodMiddleware, 550
         )
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", PageSamplingPipeline, 300)
+        # Last: counts item_scraped_count instead of CoreStats' per-item signal receiver.
+        settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", ScrapedCountPipeline, 1000)
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", PrivateRedirectMiddleware, 950
         )

@@ -24,6 +24,7 @@ from urllib.parse import urljoin
 
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy.extensions.corestats import CoreStats
 from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PageSamplingPipeline"]
+__all__ = ["PageSamplingPipeline", "ScrapedCountPipeline"]
 
 _P = "sitemapcrawl/sample/"
 _USABLE = frozenset({"TRUSTED", "PROVISIONAL", "OVER_REPORTING"})
@@ -60,6 +61,37 @@ _SAMPLE_META = "sitemapcrawl_sample"
 _REFETCH_META = "sitemapcrawl_refetch"
 _R = "sitemapcrawl/refetch/"
 _DISCOVERY_STATS = ("sitemapcrawl/sitemaps/", "sitemapcrawl/robots/", "sitemapcrawl/guess/")
+
+
+class ScrapedCountPipeline:
+    """The last item pipeline: counts ``item_scraped_count`` in place of Scrapy's CoreStats
+    extension, whose ``item_scraped`` receiver it disconnects.
+
+    On Scrapy 2.19 every ``item_scraped`` receiver costs an asyncio Task per item (about
+    15 µs of CPU on the bench machine): with one URL item per sitemap entry, CoreStats' one
+    line of counting was about a tenth of a crawl's CPU (docs/benchmarks.md). An item that
+    leaves the last pipeline is the item Scrapy then reports as scraped, so the count is
+    the same. With CoreStats disabled it counts nothing; disabled itself, CoreStats keeps
+    counting as usual.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        assert crawler.stats is not None
+        self.stats = crawler.stats
+        self.counting = False
+        for extension in getattr(crawler.extensions, "middlewares", ()):
+            if isinstance(extension, CoreStats):
+                crawler.signals.disconnect(extension.item_scraped, signal=signals.item_scraped)
+                self.counting = True
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def process_item(self, item: Any) -> Any:
+        if self.counting:
+            self.stats.inc_value("item_scraped_count")
+        return item
 
 
 class PageSamplingPipeline:

@@ -437,3 +437,28 @@ async def test_guess_always_adds_the_usual_locations(site: Callable[[str], MockS
     assert stats["sitemapcrawl/guess/miss_count"] == 8
     assert {"/sitemap.xml", "/post-sitemap.xml", "/wp-sitemap.xml"} <= set(server.requests())
     assert {i["found_via"] for i in items} == {"robots"}
+
+
+@deferred_f_from_coro_f
+async def test_scraped_count_is_kept_by_the_last_pipeline(
+    site: Callable[[str], MockServer],
+) -> None:
+    """``item_scraped_count`` is counted once per item whether the last pipeline counts it
+    (the default: CoreStats' per-item receiver is disconnected), CoreStats does (the
+    pipeline off), or nobody does (CoreStats off)."""
+    server = site("basic")
+    stock = "scrapy.extensions.corestats.CoreStats"
+    ours = "sitemapcrawl.pipelines.ScrapedCountPipeline"
+    counts = []
+    for extra in (
+        {},
+        {"ITEM_PIPELINES": {ours: None}},
+        {"EXTENSIONS": {stock: None}},
+    ):
+        items, crawler = await crawl(settings={**SERIAL, **extra}, origin=server.base)
+        assert crawler.stats is not None
+        counts.append((len(items), crawler.stats.get_value("item_scraped_count")))
+    n = counts[0][0]
+    assert n > 0
+    # the URL items and the site report
+    assert counts == [(n, n + 1), (n, n + 1), (n, None)]
