@@ -221,22 +221,7 @@ def parse_lastmod(text: str | None, *, now: dt.datetime | None = None) -> LastMo
     value = result.value
     if value is None:
         return result
-    if now is None:
-        clock = _CLOCK
-        tick = _monotonic()
-        if tick >= clock.expires:
-            clock.expires = tick + 1.0
-            clock.limit = dt.datetime.now(_UTC) + _ONE_DAY
-        limit = clock.limit
-    else:
-        tzinfo = now.tzinfo
-        if tzinfo is None or (tzinfo is not _UTC and now.utcoffset() is None):
-            now = now.replace(tzinfo=_UTC)
-        try:
-            limit = now + _ONE_DAY
-        except OverflowError:
-            return result
-    if value > limit:
+    if value > _future_limit(now):
         return LastMod(raw, value, result.precision, tuple(sorted((*result.flags, "future"))))
     return result
 
@@ -403,17 +388,7 @@ def w3c_lastmod(raw: bytes, now: dt.datetime | None = None) -> LastMod | None:
     year = value.year
     if year <= _MIN_YEAR or year >= _MAX_YEAR or (value.month == 1 and value.day == 1):
         return None
-    # parse_lastmod's "future" limit.
-    if now is None:
-        clock = _CLOCK
-        tick = _monotonic()
-        if tick >= clock.expires:
-            clock.expires = tick + 1.0
-            clock.limit = dt.datetime.now(_UTC) + _ONE_DAY
-        limit = clock.limit
-    else:
-        limit = _limit(now)
-    if value > limit:
+    if value > _future_limit(now):  # parse_lastmod's "future" limit
         return None
     lastmod = _new_lastmod(LastMod)
     _set_raw(lastmod, text)
@@ -423,9 +398,17 @@ def w3c_lastmod(raw: bytes, now: dt.datetime | None = None) -> LastMod | None:
     return lastmod
 
 
-def _limit(now: dt.datetime) -> dt.datetime:
-    """``now`` + 1 day as ``parse_lastmod`` compares with it (the largest datetime when that
-    overflows: nothing is in the future then)."""
+def _future_limit(now: dt.datetime | None) -> dt.datetime:
+    """The moment after which a lastmod is in the future: ``now`` (else the clock, read at
+    most once a second) + 1 day; the largest datetime when that overflows (nothing is in
+    the future then)."""
+    if now is None:
+        clock = _CLOCK
+        tick = _monotonic()
+        if tick >= clock.expires:
+            clock.expires = tick + 1.0
+            clock.limit = dt.datetime.now(_UTC) + _ONE_DAY
+        return clock.limit
     tzinfo = now.tzinfo
     if tzinfo is None or (tzinfo is not _UTC and now.utcoffset() is None):
         now = now.replace(tzinfo=_UTC)
