@@ -225,6 +225,10 @@ _URL_COLUMNS = (
 )
 
 
+def _by_url(row: dict[str, Any]) -> str:
+    return row["url"]  # type: ignore[no-any-return]
+
+
 def _url_state(row: Sequence[Any]) -> UrlState:
     url, segment, sitemap, raw, first, last, changed, refetch, fetched, fp, modified = row[:11]
     return UrlState(
@@ -392,9 +396,13 @@ class StateStore:
         ``now``, ``refetch`` (bool), ``item`` (JSON or None)); a lastmod that differs from
         the stored one (or a new URL) goes to ``lastmod_history`` and stamps
         ``lastmod_changed_at``/``_run``. All in SQL, one statement per batch."""
-        rows = list(rows)
         db = self.db
         params = [{"origin": origin, "run": run_id, **row} for row in rows]
+        # In key order, the batch walks the table's B-tree once from left to right instead
+        # of jumping all over it: 300,000 random URLs in 20,000-row batches took 13.1 s of
+        # CPU unsorted, 7.9 s sorted (docs/benchmarks.md, "The state file's cost"). Stable:
+        # a URL listed twice keeps its order.
+        params.sort(key=_by_url)
         db.execute("BEGIN")
         try:
             db.executemany(
