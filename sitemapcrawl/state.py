@@ -108,6 +108,15 @@ def _utc(text: str | None) -> dt.datetime | None:
 VALIDATOR_MIN_HITS = 10
 
 
+_PAGE_CHECKS = ("hit", "miss", "false", "still")
+
+
+def _decayed(kept: list[float] | None, checks: Counter[str], kinds: tuple[str, ...]) -> list[float]:
+    """Counts kept across runs (decayed by ``DECAY`` per run) plus this run's, by kind."""
+    old = kept or [0.0] * len(kinds)
+    return [round(DECAY * float(o) + checks[k], 3) for o, k in zip(old, kinds, strict=True)]
+
+
 def _validator_moved(prev: UrlState, etag: str | None, last_modified: str | None) -> bool | None:
     """Whether the page's validator changed since ``prev`` (its ETag when both fetches had
     one, else its Last-Modified); None when there is none to compare."""
@@ -706,19 +715,10 @@ class CrawlState:
                 l2.extra["tz_shift_s"] = int(k) * 3600
         else:
             l2.extra.pop("tz_shift_s", None)
-        checks = seg.page_checks
-        kept = l2.extra.get("page_dates") or [0.0, 0.0, 0.0, 0.0]
-        page_dates = [
-            round(DECAY * float(old) + checks[kind], 3)
-            for old, kind in zip(kept, ("hit", "miss", "false", "still"), strict=True)
-        ]
+        page_dates = _decayed(l2.extra.get("page_dates"), seg.page_checks, _PAGE_CHECKS)
         l2.extra["page_dates"] = page_dates
         l2.extra["page_dates_verified"] = int(page_dates_verified(*page_dates))
-        kept = l2.extra.get("validators") or [0.0, 0.0]
-        validators = [
-            round(DECAY * float(old) + seg.validator_checks[kind], 3)
-            for old, kind in zip(kept, ("hit", "miss"), strict=True)
-        ]
+        validators = _decayed(l2.extra.get("validators"), seg.validator_checks, ("hit", "miss"))
         l2.extra["validators"] = validators
         l2.extra["validators_verified"] = int(
             validators[0] >= VALIDATOR_MIN_HITS and validators[1] < 0.5

@@ -120,9 +120,13 @@ def _page(modified: dt.datetime, text: str) -> str:
     )
 
 
-def _urlset(entries: list[tuple[str, str]]) -> str:
+def _urlset(entries: list[tuple[str, str | None]]) -> str:
+    """A urlset of ``(path, lastmod)`` entries (a None lastmod: no ``<lastmod>``)."""
     rows = "".join(
-        f"<url><loc>{{base}}{loc}</loc><lastmod>{m}</lastmod></url>" for loc, m in entries
+        f"<url><loc>{{base}}{loc}</loc>"
+        + (f"<lastmod>{m}</lastmod>" if m is not None else "")
+        + "</url>"
+        for loc, m in entries
     )
     return f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{rows}</urlset>'
 
@@ -733,19 +737,14 @@ class DatedSite:
 
     def write(self) -> None:
         for seg in "ab":
-            rows = []
+            rows: list[tuple[str, str | None]] = []
             for (s, i), page in sorted(self.pages.items()):
                 if s != seg:
                     continue
-                rows.append(f"<url><loc>{{base}}/{seg}/{i}</loc></url>")
+                rows.append((f"/{seg}/{i}", None))
                 text = f"Page {i} of {seg}, {WORDS[page['edition']]} edition."
                 _write(self.root / seg / str(i), _page(page["modified"], text))
-            _write(
-                self.root / f"{seg}.xml",
-                '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-                + "".join(rows)
-                + "</urlset>",
-            )
+            _write(self.root / f"{seg}.xml", _urlset(rows))
         _write(
             self.root / "robots.txt",
             "User-agent: *\nSitemap: {base}/a.xml\nSitemap: {base}/b.xml\n",
@@ -820,19 +819,14 @@ class ValidatorSite(DatedSite):
 
     def write(self) -> None:
         super().write()
-        rows = []
+        rows: list[tuple[str, str | None]] = []
         for (seg, i), page in sorted(self.pages.items()):
             if seg != "a":
                 continue
             text = f"Page {i} of c, {WORDS[page['edition']]} edition."
             _write(self.root / "c" / str(i), _page(page["modified"], text))
-            rows.append(f"<url><loc>{{base}}/_/headers/c/{i}?ETag=%22same%22</loc></url>")
-        _write(
-            self.root / "c.xml",
-            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-            + "".join(rows)
-            + "</urlset>",
-        )
+            rows.append((f"/_/headers/c/{i}?ETag=%22same%22", None))
+        _write(self.root / "c.xml", _urlset(rows))
         _write(
             self.root / "robots.txt",
             "User-agent: *\nSitemap: {base}/a.xml\nSitemap: {base}/b.xml\nSitemap: {base}/c.xml\n",
