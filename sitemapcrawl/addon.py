@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from scrapy.settings import SETTINGS_PRIORITIES
+
 from .distributed import redis_settings
 from .extensions import SitemapProgressExtension
 from .htmlreport.extension import HtmlReportExtension
 from .httpcompression import SitemapHttpCompressionMiddleware
-from .middlewares import SitemapLastmodMiddleware
+from .middlewares import SitemapBatchMiddleware, SitemapLastmodMiddleware
 from .pipelines import PageSamplingPipeline, ScrapedCountPipeline
 from .redirectguard import PrivateRedirectMiddleware
 from .robotstxt import SitemapRobotsTxtMiddleware
@@ -60,6 +62,8 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_READ_DEADLINE": 0.8,
     # Output
     "SITEMAPCRAWL_DEDUPLICATE": True,  # one item per URL even when listed in several files
+    # URL items handed to pipelines and feeds per Scrapy item (SitemapUrlBatch); 1 = one each
+    "SITEMAPCRAWL_ITEM_BATCH_SIZE": 250,
     # Lastmod verification (sitemapcrawl.middlewares, sitemapcrawl.pipelines)
     "SITEMAPCRAWL_VERIFY_ENABLED": True,  # L0 verdicts per segment and the site report
     "SITEMAPCRAWL_SAMPLE_ENABLED": False,  # fetch sample pages (argument: sample=on)
@@ -107,6 +111,16 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+def _splits_feeds(settings: BaseSettings) -> bool:
+    """Whether a feed is cut into files of so many items (``batch_item_count``)."""
+    if settings.getint("FEED_EXPORT_BATCH_ITEM_COUNT"):
+        return True
+    return any(
+        isinstance(options, dict) and options.get("batch_item_count")
+        for options in settings.getdict("FEEDS").values()
+    )
+
+
 _STOCK_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 _STOCK_COMPRESSION = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
 
@@ -125,6 +139,18 @@ class SitemapCrawlAddon:
         if redis_url:
             for name, value in redis_settings(redis_url).items():
                 settings.set(name, value, "addon")
+        if (
+            _splits_feeds(settings)
+            and (settings.getpriority("SITEMAPCRAWL_ITEM_BATCH_SIZE") or 0)
+            <= SETTINGS_PRIORITIES["addon"]
+        ):
+            # A feed cut into files of N items counts Scrapy items: keep one per URL.
+            settings.set("SITEMAPCRAWL_ITEM_BATCH_SIZE", 1, "addon")
+        if settings.getint("SITEMAPCRAWL_ITEM_BATCH_SIZE") > 1:
+            # Scrapy reads up to 3 x CONCURRENT_ITEMS items of a callback ahead of its item
+            # pipelines: 300 batches would hold a whole sitemap file in memory. Batches are
+            # already bulk; the pipelines take them one at a time.
+            settings.set("CONCURRENT_ITEMS", 1, "addon")
         settings.set("LOG_FORMATTER", "sitemapcrawl.logformatter.SitemapLogFormatter", "addon")
         exporters = "sitemapcrawl.exporters."
         settings.set(
@@ -135,6 +161,9 @@ class SitemapCrawlAddon:
                 "jsonlines": exporters + "SitemapJsonLinesItemExporter",
                 "jsonl": exporters + "SitemapJsonLinesItemExporter",
                 "jl": exporters + "SitemapJsonLinesItemExporter",
+                "xml": exporters + "SitemapXmlItemExporter",
+                "pickle": exporters + "SitemapPickleItemExporter",
+                "marshal": exporters + "SitemapMarshalItemExporter",
             },
             "addon",
         )
@@ -142,6 +171,11 @@ class SitemapCrawlAddon:
         settings.setdefault_in_component_priority_dict("EXTENSIONS", HtmlReportExtension, 500)
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", SitemapLastmodMiddleware, 550
+        )
+        # Next to the spider (above the built-in ones, 25-1000): every other spider
+        # middleware, item pipeline and item_scraped receiver gets URL items in batches.
+        settings.setdefault_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", SitemapBatchMiddleware, 1010
         )
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", PageSamplingPipeline, 300)
         # Last: counts item_scraped_count instead of CoreStats' per-item signal receiver.

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["SiteReport", "SitemapUrlItem"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = ["SiteReport", "SitemapUrlBatch", "SitemapUrlItem"]
 
 
 @dataclass(slots=True)
@@ -47,6 +50,29 @@ class SitemapUrlItem:
     flags: list[str] = field(default_factory=list)
     refetch: bool | None = None
     refetch_reason: str | None = None
+
+
+@dataclass(slots=True)
+class SitemapUrlBatch:
+    """Consecutive URL items of one sitemap response, handed on as one Scrapy item.
+
+    Scrapy spends about 45 µs of CPU on every item it carries from a callback to the feed
+    (an asyncio task per item and per ``item_scraped`` receiver, the pipeline chain): more
+    than reading the sitemap entry itself. ``SitemapBatchMiddleware`` therefore groups the
+    spider's ``SitemapUrlItem`` into batches of ``SITEMAPCRAWL_ITEM_BATCH_SIZE`` as they
+    leave the callback; sitemapcrawl's feed exporters write one record per URL, as before.
+    Spider middlewares (ordered below 1010), item pipelines and ``item_scraped`` receivers
+    see batches: iterate one (``for item in batch``) to get its URL items, or set
+    ``SITEMAPCRAWL_ITEM_BATCH_SIZE = 1`` to get one Scrapy item per URL.
+    """
+
+    items: list[SitemapUrlItem] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[SitemapUrlItem]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
 
 
 @dataclass(slots=True)

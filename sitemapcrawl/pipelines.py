@@ -28,10 +28,10 @@ from scrapy.extensions.corestats import CoreStats
 from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
-from sitemapcrawl.items import SitemapUrlItem, SiteReport
+from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem, SiteReport
 from sitemapcrawl.linkfollow import LinkFollower
 from sitemapcrawl.sitemaps.dates import format_utc, parse_feed_date, parse_lastmod
-from sitemapcrawl.verification import site_verification
+from sitemapcrawl.verification import PendingReport, site_verification
 from sitemapcrawl.verify.pagedates import page_evidence
 from sitemapcrawl.verify.sampling import SegmentSampler, allocate
 from sitemapcrawl.verify.schedule import site_utc_offset
@@ -90,7 +90,8 @@ class ScrapedCountPipeline:
 
     def process_item(self, item: Any) -> Any:
         if self.counting:
-            self.stats.inc_value("item_scraped_count")
+            count = len(item.items) if type(item) is SitemapUrlBatch else 1
+            self.stats.inc_value("item_scraped_count", count)
         return item
 
 
@@ -157,8 +158,18 @@ class PageSamplingPipeline:
         return self.sampling or bool(getattr(self.crawler.spider, "fetch_pages", False))
 
     def process_item(self, item: Any) -> Any:
-        if type(item) is not SitemapUrlItem or item.found_via == "links":
-            return item
+        if type(item) is SitemapUrlBatch:
+            for entry in item.items:
+                self._url_item(entry)
+        elif type(item) is SitemapUrlItem:
+            self._url_item(item)
+        elif type(item) is PendingReport and self.site.closing_report is not None:
+            return self.site.closing_report()
+        return item
+
+    def _url_item(self, item: SitemapUrlItem) -> None:
+        if item.found_via == "links":
+            return
         links = self.links
         if links.mode == "full" or (links.mode == "sample" and self.pages_fetched):
             links.note_listed(item)  # only when links will be followed: it costs memory
@@ -193,7 +204,7 @@ class PageSamplingPipeline:
                         else:
                             stats.inc_value(_P + "skipped_segment_count")
                 if not due and not record.panel_only:
-                    return item
+                    return
             if record.sampler is None:
                 record.sampler = SegmentSampler(
                     seed=f"{self.seed}:{item.segment}",
@@ -203,7 +214,6 @@ class PageSamplingPipeline:
                 )
             raw = item.lastmod_raw
             record.sampler.offer(item.url, parse_lastmod(raw) if raw is not None else None)
-        return item
 
     # -- phases ---------------------------------------------------------------------------
 

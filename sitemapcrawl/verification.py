@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.state import CrawlState
 
 
-__all__ = ["SegmentRecord", "SiteVerification", "site_verification"]
+__all__ = ["PendingReport", "SegmentRecord", "SiteVerification", "site_verification"]
 
 #: Our clock and the site's disagree when they are further apart than this.
 CLOCK_SKEW = dt.timedelta(minutes=5)
@@ -86,6 +86,16 @@ def _header_date(response: Response, name: bytes) -> dt.datetime | None:
     return parsed.value if parsed is not None else None
 
 
+@dataclass(slots=True)
+class PendingReport:
+    """The site report of a crawl that stops early (``max_urls``), as the spider yields it.
+
+    The sampling pipeline builds the report when this reaches it: after the URL items the
+    spider yielded before it, which by then have been recorded by the lastmod middleware
+    and decided by the pipeline, wherever batching held them.
+    """
+
+
 class SiteVerification:
     """The per-crawl segment records (``site_verification(crawler)`` gives the crawl's one)."""
 
@@ -97,7 +107,8 @@ class SiteVerification:
         #: Set by the sampling pipeline: the link-only URL items, yielded before the report.
         self.link_items: Callable[[], list[Any]] | None = None
         #: Set by the sampling pipeline: the report as it stands, for a crawl that stops
-        #: before its end (``max_urls``): the spider yields it before closing.
+        #: before its end (``max_urls``): the spider yields a ``PendingReport`` before
+        #: closing, which the pipeline turns into the report with this.
         self.closing_report: Callable[[], Any] | None = None
         #: The state file, when the spider opened one (``sitemapcrawl.state``).
         self.state: CrawlState | None = None

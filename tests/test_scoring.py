@@ -1029,3 +1029,41 @@ def test_lagged_only_for_a_sitemap_built_recently() -> None:
         acc.add(p(f"2024-05-{day:02d}T08:00:00Z"))
     verdict = static_verdict(acc.result(now), ["AGREE"] * 25 + ["LAGGED"] * 5, now)
     assert (verdict.name, verdict.evidence["n_ev"]) == ("PROVISIONAL", 25)
+
+
+_LASTMOD_TEXTS = [
+    "2024-05-01",
+    "2024-05-01T10:00",
+    "2024-05-01T10:00:00",
+    "2024-05-01T10:00:00Z",
+    "2024-05-01T10:00:00.123Z",
+    "2024-05-01T10:00:00.5+02:00",
+    "2024-05-01T23:30:00-09:30",
+    "2024-01-01",  # a sentinel candidate
+    "1970-01-01T00:00:00Z",
+    "0001-01-01",
+    "2999-12-31T23:59:59Z",  # future
+    "2024",
+    "2024-05",
+    "Wed, 01 May 2024 10:00:00 GMT",
+    "soon",
+    "2024-13-45",
+]
+
+
+@given(st.lists(st.sampled_from([*_LASTMOD_TEXTS, None]), max_size=60))
+@settings(max_examples=200, deadline=None)
+def test_exported_fields_count_as_the_parsed_lastmod(texts: list[str | None]) -> None:
+    """The lastmod middleware feeds the accumulator from a URL item's fields (``lastmod``,
+    precision, flags) instead of parsing the raw text again: the same accumulator."""
+    parsed, exported = SegmentL0Accumulator(), SegmentL0Accumulator()
+    for text in texts:
+        lastmod = parse_lastmod(text)
+        parsed.add(lastmod)
+        if lastmod is None:
+            exported.add(None)
+        else:
+            exported.add_exported(lastmod.iso, lastmod.precision, list(lastmod.flags))
+    assert exported == parsed
+    t_ref = datetime(2024, 6, 1, tzinfo=UTC)
+    assert exported.result(t_ref) == parsed.result(t_ref)

@@ -443,22 +443,28 @@ async def test_guess_always_adds_the_usual_locations(site: Callable[[str], MockS
 async def test_scraped_count_is_kept_by_the_last_pipeline(
     site: Callable[[str], MockServer],
 ) -> None:
-    """``item_scraped_count`` is counted once per item whether the last pipeline counts it
-    (the default: CoreStats' per-item receiver is disconnected), CoreStats does (the
-    pipeline off), or nobody does (CoreStats off)."""
+    """``item_scraped_count`` counts the URLs and the report whether the last pipeline counts
+    it (the default: CoreStats' per-item receiver is disconnected; a batch counts its
+    URLs) or CoreStats does (the pipeline off, one Scrapy item per URL); with the pipeline
+    off and URL batches, CoreStats counts Scrapy items: one batch per sitemap file here;
+    nobody counts with CoreStats off."""
     server = site("basic")
     stock = "scrapy.extensions.corestats.CoreStats"
     ours = "sitemapcrawl.pipelines.ScrapedCountPipeline"
     counts = []
+    files = []
     for extra in (
         {},
+        {"ITEM_PIPELINES": {ours: None}, "SITEMAPCRAWL_ITEM_BATCH_SIZE": 1},
         {"ITEM_PIPELINES": {ours: None}},
         {"EXTENSIONS": {stock: None}},
     ):
         items, crawler = await crawl(settings={**SERIAL, **extra}, origin=server.base)
         assert crawler.stats is not None
         counts.append((len(items), crawler.stats.get_value("item_scraped_count")))
+        files.append(len({i["sitemap"] for i in items}))
     n = counts[0][0]
     assert n > 0
+    assert files[2] < n  # the files have several URLs each, so batches are fewer
     # the URL items and the site report
-    assert counts == [(n, n + 1), (n, n + 1), (n, None)]
+    assert counts == [(n, n + 1), (n, n + 1), (n, files[2] + 1), (n, None)]

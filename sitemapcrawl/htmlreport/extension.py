@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from sitemapcrawl.items import SitemapUrlItem, SiteReport
+from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem, SiteReport
 
 from .collect import SiteTally
 from .feed import Run
@@ -50,20 +50,26 @@ class HtmlReportExtension:
         return cls(crawler)
 
     def item_scraped(self, item: Any) -> None:
-        if type(item) is SitemapUrlItem:
-            self.tally.add(
-                segment=item.segment,
-                lastmod=item.lastmod,
-                lastmod_raw=item.lastmod_raw,
-                lastmod_flags=item.lastmod_flags,
-                sitemap=item.sitemap,
-                found_via=item.found_via,
-                depth=item.depth,
-                refetch=item.refetch,
-                refetch_reason=item.refetch_reason,
-            )
+        if type(item) is SitemapUrlBatch:
+            for entry in item.items:
+                self._url_item(entry)
+        elif type(item) is SitemapUrlItem:
+            self._url_item(item)
         elif type(item) is SiteReport:
             self.report = asdict(item)
+
+    def _url_item(self, item: SitemapUrlItem) -> None:
+        self.tally.add(
+            segment=item.segment,
+            lastmod=item.lastmod,
+            lastmod_raw=item.lastmod_raw,
+            lastmod_flags=item.lastmod_flags,
+            sitemap=item.sitemap,
+            found_via=item.found_via,
+            depth=item.depth,
+            refetch=item.refetch,
+            refetch_reason=item.refetch_reason,
+        )
 
     def spider_closed(self, reason: str) -> None:
         if self.report is None:

@@ -34,7 +34,7 @@ from sitemapcrawl.sitemaps.robots import parse_robots
 from sitemapcrawl.sitemaps.scope import SCOPE_MODES, ScopePolicy, private_address
 from sitemapcrawl.sitemaps.seen import SeenUrls
 from sitemapcrawl.state import CrawlState, StateError, parse_since, state_path
-from sitemapcrawl.verification import site_verification
+from sitemapcrawl.verification import PendingReport, site_verification
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -918,7 +918,7 @@ class SitemapCrawlSpider(SitemapSpider):
             site = site_verification(self.crawler)
             if site.closing_report is not None and not self._report_sent:
                 self._report_sent = True  # the feed's last item, as on a finished crawl
-                yield site.closing_report()
+                yield PendingReport()  # built by the pipeline, after the URLs before it
             raise CloseSpider("max_urls")
         if children:
             if self.crawl_state is not None:

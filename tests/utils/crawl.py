@@ -9,7 +9,7 @@ from scrapy import signals
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from sitemapcrawl.items import SiteReport
+from sitemapcrawl.items import SitemapUrlBatch, SiteReport
 from sitemapcrawl.spiders.sitemap import SitemapCrawlSpider
 
 if TYPE_CHECKING:
@@ -63,6 +63,9 @@ async def crawl_with_report(
     reports: list[dict[str, Any]] = []
 
     def collect(item: Any) -> None:  # a named function: signal receivers are weak refs
+        if type(item) is SitemapUrlBatch:  # URL items leave the spider in batches
+            items.extend(ItemAdapter(entry).asdict() for entry in item)
+            return
         (reports if type(item) is SiteReport else items).append(ItemAdapter(item).asdict())
 
     crawler.signals.connect(collect, signal=signals.item_scraped)
