@@ -500,7 +500,13 @@ async def test_older_schema_is_upgraded_in_place(
         first = db.execute(
             "SELECT first_run, last_run FROM urls WHERE url = ?", (f"{server.base}/posts/0",)
         ).fetchone()
+        indexes = db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+            "ORDER BY name"
+        ).fetchall()
     assert first == (1, 2)
+    # schema 5 dropped the per-sitemap and lastmod-history indexes nothing reads
+    assert indexes == [("fetches_url",), ("runs_origin",), ("verdicts_segment",)]
 
 
 @pytest.mark.parametrize(
