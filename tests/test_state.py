@@ -501,8 +501,7 @@ async def test_older_schema_is_upgraded_in_place(
             "SELECT first_run, last_run FROM urls WHERE url = ?", (f"{server.base}/posts/0",)
         ).fetchone()
         indexes = db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
-            "ORDER BY name"
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name"
         ).fetchall()
     assert first == (1, 2)
     # schema 5 dropped the per-sitemap and lastmod-history indexes nothing reads
