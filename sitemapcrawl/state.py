@@ -371,7 +371,7 @@ class CrawlState:
             }
         )
         if len(self._rows) >= _FLUSH_EVERY:
-            self.flush()
+            self._stage()
         return decision
 
     def _decide(
@@ -460,6 +460,11 @@ class CrawlState:
         return share
 
     def flush(self) -> None:
+        """Write every URL row of the run so far into the URL table."""
+        self._stage()
+        self.store.merge_urls()
+
+    def _stage(self) -> None:
         if self._rows:
             rows, self._rows = self._rows, []
             self.store.write_urls(self.origin, self.run_id, rows)
@@ -814,7 +819,7 @@ class CrawlState:
     ) -> None:
         """A sitemap file read on this run. Only a complete read keeps validators (a
         truncated or faulty file is fetched whole next time)."""
-        self.flush()
+        self._stage()  # its URLs: merged with the next batch, or when read back
         read_at = _utc(_header(response, b"Date")) or dt.datetime.now(dt.UTC)
         built = _utc(_header(response, b"Last-Modified"))
         self.sitemap_as_of[url] = min(built, read_at) if built is not None else read_at
