@@ -123,6 +123,7 @@ class PageSamplingPipeline:
         self.report_path = Path(report_path) if report_path else None
         self.phase = "discovery"
         self._due: dict[str, bool] = {}
+        self._per_url: bool | None = None
         self.report: SiteReport | None = None
         self._links_setting = settings.get("SITEMAPCRAWL_LINKS")
         self._links: LinkFollower | None = None
@@ -159,13 +160,27 @@ class PageSamplingPipeline:
 
     def process_item(self, item: Any) -> Any:
         if type(item) is SitemapUrlBatch:
-            for entry in item.items:
-                self._url_item(entry)
+            if self._url_work():
+                for entry in item.items:
+                    self._url_item(entry)
         elif type(item) is SitemapUrlItem:
             self._url_item(item)
         elif type(item) is PendingReport and self.site.closing_report is not None:
             return self.site.closing_report()
         return item
+
+    def _url_work(self) -> bool:
+        """Whether URL items are looked at one by one: for the link follower, the state
+        file or the sampler (otherwise a batch passes as it is)."""
+        if self._per_url is None:
+            links = self.links
+            self._per_url = (
+                links.mode == "full"
+                or (links.mode == "sample" and self.pages_fetched)
+                or self.site.state is not None
+                or self.sampling
+            )
+        return self._per_url
 
     def _url_item(self, item: SitemapUrlItem) -> None:
         if item.found_via == "links":

@@ -450,7 +450,13 @@ def test_lastmod_is_a_frozen_slotted_dataclass() -> None:
     result = parse_lastmod("2024-05-01T10:00:00Z", now=NOW)
     assert result is not None
     assert dataclasses.is_dataclass(result)
-    assert [f.name for f in dataclasses.fields(result)] == ["raw", "value", "precision", "flags"]
+    fields = [f.name for f in dataclasses.fields(result) if f.init]
+    assert fields == ["raw", "value", "precision", "flags"]
+    # the ISO text is cached once computed, and never compared
+    fresh = LastMod(result.raw, result.value, "second", ())
+    assert result.iso == "2024-05-01T10:00:00Z"
+    assert result == fresh
+    assert fresh.iso == result.iso
     assert not hasattr(result, "__dict__")
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.raw = "x"  # type: ignore[misc]

@@ -567,6 +567,7 @@ def test_lastmod_fast_path_agrees_with_parse_lastmod() -> None:
             want = dates.parse_lastmod(text, now=now)
             assert got == want, (text, now)
             assert repr(got) == repr(want), (text, now)
+            assert got.iso == want.iso, (text, now)  # the fast path's ISO text, precomputed
             assert got.value is not None
             assert got.value.tzinfo is dt.UTC
     assert fast > len(values) * 2  # the fast path is really taken

@@ -76,7 +76,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from time import monotonic as _monotonic
 
 __all__ = [
@@ -117,6 +117,8 @@ class LastMod:
     value: dt.datetime | None
     precision: str | None
     flags: tuple[str, ...]
+    #: ``iso`` once computed (a URL item carries it; a sitemap repeats its lastmods)
+    _iso: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __init__(
         self,
@@ -132,6 +134,7 @@ class LastMod:
         _set_value(self, value)
         _set_precision(self, precision)
         _set_flags(self, flags)
+        _set_iso(self, None)
 
     @property
     def iso(self) -> str | None:
@@ -149,19 +152,26 @@ class LastMod:
         >>> parse_lastmod("soon").iso is None
         True
         """
+        cached = self._iso
+        if cached is not None:
+            return cached
         value = self.value
         if value is None:
             return None
         if self.precision == "fraction":
             frac = f"{value.microsecond:06d}".rstrip("0") or "0"
-            return f"{_format_seconds(value)}.{frac}Z"
-        return format_utc(value)
+            cached = f"{_format_seconds(value)}.{frac}Z"
+        else:
+            cached = format_utc(value)
+        _set_iso(self, cached)
+        return cached
 
 
 _set_raw = getattr(LastMod, "raw").__set__  # noqa: B009
 _set_value = getattr(LastMod, "value").__set__  # noqa: B009
 _set_precision = getattr(LastMod, "precision").__set__  # noqa: B009
 _set_flags = getattr(LastMod, "flags").__set__  # noqa: B009
+_set_iso = getattr(LastMod, "_iso").__set__  # noqa: B009
 
 
 def format_utc(value: dt.datetime) -> str:
@@ -176,7 +186,8 @@ def format_utc(value: dt.datetime) -> str:
     >>> format_utc(dt.datetime(2024, 5, 1, 10, 0, 0, 120000))
     '2024-05-01T10:00:00.12Z'
     """
-    if value.tzinfo is not None and value.utcoffset() is not None:
+    tzinfo = value.tzinfo
+    if tzinfo is not None and tzinfo is not _UTC and value.utcoffset() is not None:
         value = value.astimezone(_UTC)
     if value.microsecond:
         return f"{_format_seconds(value)}.{value.microsecond:06d}".rstrip("0") + "Z"
@@ -395,6 +406,13 @@ def w3c_lastmod(raw: bytes, now: dt.datetime | None = None) -> LastMod | None:
     _set_value(lastmod, value)
     _set_precision(lastmod, precision)
     _set_flags(lastmod, flags)
+    # The commonest shapes are their own ISO form, or nearly (the value is their text).
+    if kind == _ZULU and precision == "second":
+        _set_iso(lastmod, text)
+    elif kind == _DAY:
+        _set_iso(lastmod, text + "T00:00:00Z")
+    else:
+        _set_iso(lastmod, None)
     return lastmod
 
 
