@@ -323,11 +323,13 @@ class StateStore:
             )
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        # URLs arrive in no key order: inserts touch B-tree pages all over the table. A
-        # 16 MiB page cache and checkpoints every 20,000 pages (not 1,000) keep those pages
-        # from being read and copied again at every batch: 100,000 URLs took 5.6 s of CPU
-        # with SQLite's defaults, 2.4 s so (docs/benchmarks.md, "The state file's cost").
-        db.execute("PRAGMA cache_size=-16384")
+        # URL rows are merged in key order (see write_urls), so the merge needs few pages
+        # at a time; checkpoints every 20,000 pages (not 1,000) keep pages from being copied
+        # again and again. 1,000,000 URLs written alone (bench/state_writes.py): a 16 MiB
+        # page cache 14-18 s of CPU and 68 MB peak, 8 MiB 12.7 s and 52 MB, 4 MiB 12.6 s and
+        # 43 MB; 8 MiB keeps the upper levels of a large URL table for incremental runs'
+        # lookups (docs/benchmarks.md, "The state file's cost").
+        db.execute("PRAGMA cache_size=-8192")
         db.execute("PRAGMA wal_autocheckpoint=20000")
         db.execute("PRAGMA foreign_keys=OFF")
         self.upgraded_from = version if existed and version < upto else None
