@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.logformatter import LogFormatter
 
+from sitemapcrawl.items import SitemapUrlBatch
+
 if TYPE_CHECKING:
     from typing import Self
 
@@ -20,7 +22,8 @@ __all__ = ["SitemapLogFormatter"]
 
 
 class SitemapLogFormatter(LogFormatter):
-    """Skip the "Scraped from" record of each item unless ``LOG_LEVEL`` is DEBUG.
+    """Skip the "Scraped from" record of each item unless ``LOG_LEVEL`` is DEBUG; at DEBUG a
+    ``SitemapUrlBatch`` is one record listing its URLs.
 
     Scrapy's root logger stays at DEBUG and only its handler filters, so every item would
     otherwise build a ``LogRecord`` that is then thrown away: about 5 % of a million-URL
@@ -44,4 +47,14 @@ class SitemapLogFormatter(LogFormatter):
     ) -> LogFormatterResult | None:
         if not self.log_items:
             return None
+        if type(item) is SitemapUrlBatch:  # one line per URL, not a repr of 250 items
+            return {
+                "level": logging.DEBUG,
+                "msg": "Scraped %(count)d URLs from %(src)s:\n%(urls)s",
+                "args": {
+                    "count": len(item.items),
+                    "src": response,
+                    "urls": "\n".join(entry.url for entry in item.items),
+                },
+            }
         return super().scraped(item, response, spider)

@@ -13,6 +13,7 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from sitemapcrawl.extensions import SitemapProgressExtension
+from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem
 from sitemapcrawl.sitemaps.robots import ROBOTS_MAX_RULES_SIZE, parse_robots
 from sitemapcrawl.sitemaps.scope import ScopePolicy, private_address
 from sitemapcrawl.spiders.sitemap import SitemapCrawlSpider
@@ -189,6 +190,11 @@ def test_item_log_records_only_at_debug() -> None:
     record = loud.scraped({"url": "u"}, None, spider)  # type: ignore[arg-type]
     assert record is not None
     assert record["msg"].startswith("Scraped from")
+    batch = SitemapUrlBatch([SitemapUrlItem("http://a/1"), SitemapUrlItem("http://a/2")])
+    assert quiet.scraped(batch, None, spider) is None  # type: ignore[arg-type]
+    record = loud.scraped(batch, None, spider)  # type: ignore[arg-type]
+    assert record is not None
+    assert record["msg"] % record["args"] == "Scraped 2 URLs from None:\nhttp://a/1\nhttp://a/2"
 
 
 def test_seen_urls_is_a_set() -> None:

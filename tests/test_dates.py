@@ -457,6 +457,11 @@ def test_lastmod_is_a_frozen_slotted_dataclass() -> None:
     assert result.iso == "2024-05-01T10:00:00Z"
     assert result == fresh
     assert fresh.iso == result.iso
+    # a LastMod pickled before the cache existed (four values) still gives its ISO text
+    old = LastMod.__new__(LastMod)
+    old.__setstate__([result.raw, result.value, "second", ()])
+    assert old == result
+    assert old.iso == "2024-05-01T10:00:00Z"
     assert not hasattr(result, "__dict__")
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.raw = "x"  # type: ignore[misc]

@@ -78,6 +78,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 from time import monotonic as _monotonic
+from typing import Any
 
 __all__ = [
     "FLAGS",
@@ -136,6 +137,13 @@ class LastMod:
         _set_flags(self, flags)
         _set_iso(self, None)
 
+    def __setstate__(self, state: list[Any]) -> None:
+        # A LastMod pickled before the ISO cache existed (a paused JOBDIR crawl) has four
+        # values; dataclass's own __setstate__ would leave the cache unset.
+        _set_iso(self, None)
+        for setter, value in zip(_SETTERS, state, strict=False):
+            setter(self, value)
+
     @property
     def iso(self) -> str | None:
         """The value as ``YYYY-MM-DDThh:mm:ssZ``, ``None`` when invalid.
@@ -172,6 +180,7 @@ _set_value = getattr(LastMod, "value").__set__  # noqa: B009
 _set_precision = getattr(LastMod, "precision").__set__  # noqa: B009
 _set_flags = getattr(LastMod, "flags").__set__  # noqa: B009
 _set_iso = getattr(LastMod, "_iso").__set__  # noqa: B009
+_SETTERS = (_set_raw, _set_value, _set_precision, _set_flags, _set_iso)
 
 
 def format_utc(value: dt.datetime) -> str:

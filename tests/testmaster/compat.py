@@ -422,10 +422,13 @@ tm_parse.run_callback = _run_callback
 
 
 def json_data(value: Any) -> Any:
-    """``value`` as JSON data: dataclasses and other objects as dicts of their attributes,
-    bytes as text, sets sorted; never a ``repr`` holding a memory address."""
+    """``value`` as JSON data: dataclasses (their ``__init__`` fields: the others are caches,
+    like ``LastMod``'s ISO text) and other objects as dicts of their attributes, bytes as
+    text, sets sorted; never a ``repr`` holding a memory address."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: json_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: json_data(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init
+        }
     if isinstance(value, dict):
         return {str(json_data(k)): json_data(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
