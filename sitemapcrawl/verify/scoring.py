@@ -427,26 +427,14 @@ class SegmentL0Accumulator:
 
     def add(self, lastmod: LastMod | None) -> None:
         """Count one URL entry; ``None`` means the entry has no ``<lastmod>``."""
-        self.n += 1
         if lastmod is None:
+            self.n += 1
             return
         value = lastmod.value
         if value is None:
-            self.n_invalid += 1
+            self.add_exported(None, None, ())
             return
-        flags = lastmod.flags
-        precision = lastmod.precision or "fraction"
-        assumed_utc = "assumed_utc" in flags
-        if "sentinel" in flags:
-            self.n_sentinel += 1
-        if precision in _DATE_PRECISIONS:
-            self.n_date_only += 1
-        if assumed_utc:
-            self.n_no_tz += 1
-        values = self._values.get((precision, assumed_utc))
-        if values is None:
-            values = self._values[(precision, assumed_utc)] = array("q")
-        values.append((_utc(value) - _EPOCH) // _MICROSECOND)
+        self._count(lastmod.precision, lastmod.flags, (_utc(value) - _EPOCH) // _MICROSECOND)
 
     def add_exported(self, iso: str | None, precision: str | None, flags: Sequence[str]) -> None:
         """Count one entry whose ``<lastmod>`` is present, from the fields a URL item
@@ -461,10 +449,15 @@ class SegmentL0Accumulator:
         >>> a == b
         True
         """
-        self.n += 1
         if iso is None:
+            self.n += 1
             self.n_invalid += 1
             return
+        self._count(precision, flags, _iso_micros(iso))
+
+    def _count(self, precision: str | None, flags: Sequence[str], micros: int) -> None:
+        """Count one valid lastmod: its value in microseconds since the epoch (UTC)."""
+        self.n += 1
         precision = precision or "fraction"
         assumed_utc = "assumed_utc" in flags
         if "sentinel" in flags:
@@ -476,7 +469,7 @@ class SegmentL0Accumulator:
         values = self._values.get((precision, assumed_utc))
         if values is None:
             values = self._values[(precision, assumed_utc)] = array("q")
-        values.append(_iso_micros(iso))
+        values.append(micros)
 
     def result(
         self,
