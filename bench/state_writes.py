@@ -61,17 +61,9 @@ def main() -> None:
     batch = []
     for i in range(args.urls):
         slug = "-".join(rng.choices(WORDS, k=6))
-        batch.append(
-            {
-                "url": f"{ORIGIN}/{rng.choice(WORDS)}/{slug}-{rng.randrange(10**9)}.html",
-                "segment": f"/sitemaps/part-{i // 50_000:02d}.xml.gz",
-                "sitemap": f"{ORIGIN}/sitemaps/part-{i // 50_000:02d}.xml.gz",
-                "lastmod_raw": "2024-05-01",
-                "now": "2026-11-30T00:00:00Z",
-                "refetch": True,
-                "item": None,
-            }
-        )
+        part = f"{ORIGIN}/sitemaps/part-{i // 50_000:02d}.xml.gz"
+        url = f"{ORIGIN}/{rng.choice(WORDS)}/{slug}-{rng.randrange(10**9)}.html"
+        batch.append((url, part[len(ORIGIN) :], part, "2024-05-01", "2026-11-30T00:00:00Z", True))
         if len(batch) >= BATCH:
             if store:
                 store.write_urls(ORIGIN, run, batch)

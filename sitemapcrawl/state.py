@@ -201,7 +201,7 @@ class CrawlState:
         self.resample_trusted = dt.timedelta(
             days=settings.getfloat("SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS")
         )
-        self._rows: list[dict[str, Any]] = []
+        self._rows: list[tuple[str, str, str, str | None, str, bool]] = []
         self._priors: dict[str, tuple[int, float]] = {}
         self._page_priors: dict[str, tuple[int, float]] = {}
         self.by_segment: defaultdict[str, _SegmentRun] = defaultdict(_SegmentRun)
@@ -359,16 +359,15 @@ class CrawlState:
             self._now_for = now
             self._now_text = format_utc(now.replace(microsecond=0))
         self._rows.append(
-            {
-                "url": item.url,
-                "segment": item.segment,
-                "sitemap": item.sitemap,
-                "lastmod_raw": item.lastmod_raw,
-                "now": self._now_text,
+            (
+                item.url,
+                item.segment,
+                item.sitemap,
+                item.lastmod_raw,
+                self._now_text,
                 # A run without ``since`` hands every URL over: the max-age clock restarts.
-                "refetch": decision.refetch if decision is not None else True,
-                "item": None,  # a 304 parses the stored sitemap body again instead
-            }
+                decision.refetch if decision is not None else True,
+            )
         )
         if len(self._rows) >= _FLUSH_EVERY:
             self._stage()

@@ -276,6 +276,7 @@ class StateStore:
         self.db = connection
         self.path = path
         self.staged = 0  # URL rows in the staging table, not merged yet
+        self._staged_for: tuple[str, int] | None = None  # their origin and run
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -347,8 +348,8 @@ class StateStore:
         self.version = upto if version < upto else version
         # This connection's staging area for URL rows (see write_urls): not in the file.
         db.execute(
-            "CREATE TEMP TABLE staged_urls (origin TEXT, run INTEGER, url TEXT, segment TEXT, "
-            "sitemap TEXT, lastmod_raw TEXT, now TEXT, refetch INTEGER, item TEXT)"
+            "CREATE TEMP TABLE staged_urls (url TEXT, segment TEXT, sitemap TEXT, "
+            "lastmod_raw TEXT, now TEXT, refetch INTEGER)"
         )
 
     def close(self) -> None:
@@ -405,10 +406,12 @@ class StateStore:
         ).fetchone()
         return _url_state(row) if row is not None else None
 
-    def write_urls(self, origin: str, run_id: int, rows: Iterable[dict[str, Any]]) -> None:
-        """Stage the URLs one run saw (``url``, ``segment``, ``sitemap``, ``lastmod_raw``,
-        ``now``, ``refetch`` (bool), ``item`` (JSON or None)); ``merge_urls`` writes them
-        into ``urls`` (and ``lastmod_history``), by itself every ``MERGE_EVERY`` rows.
+    def write_urls(
+        self, origin: str, run_id: int, rows: Sequence[tuple[str, str, str, str | None, str, bool]]
+    ) -> None:
+        """Stage the URLs one run saw, each ``(url, segment, sitemap, lastmod_raw, now,
+        refetch)``; ``merge_urls`` writes them into ``urls`` (and ``lastmod_history``), by
+        itself every ``MERGE_EVERY`` rows and before rows of another origin or run.
 
         Staged rows are appended to a temporary table (this connection's only, never in the
         file), which costs next to nothing; the merge then walks the URL table's B-tree once
@@ -417,23 +420,20 @@ class StateStore:
         cache: 1,000,000 URLs written alone took 37.1 s of CPU so, 14.2 s staged and merged
         once, URL generation (3.6 s) included (``bench/state_writes.py``). The crawl merges
         when it reads URL rows back (page fetches, the end of the run)."""
-        params = [{"origin": origin, "run": run_id, **row} for row in rows]
-        if not params:
+        if not rows:
             return
+        if self._staged_for != (origin, run_id):
+            self.merge_urls()
+            self._staged_for = (origin, run_id)
         db = self.db
         db.execute("BEGIN")
         try:
-            db.executemany(
-                "INSERT INTO temp.staged_urls (origin, run, url, segment, sitemap, lastmod_raw, "
-                "now, refetch, item) VALUES (:origin, :run, :url, :segment, :sitemap, "
-                ":lastmod_raw, :now, :refetch, :item)",
-                params,
-            )
+            db.executemany("INSERT INTO temp.staged_urls VALUES (?, ?, ?, ?, ?, ?)", rows)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        self.staged += len(params)
+        self.staged += len(rows)
         if self.staged >= MERGE_EVERY:
             self.merge_urls()
 
@@ -441,22 +441,24 @@ class StateStore:
         """Write the staged URLs into ``urls``: a lastmod that differs from the stored one (or
         a new URL) goes to ``lastmod_history`` and stamps ``lastmod_changed_at``/``_run``.
         In key order (a URL staged twice keeps its order), all in SQL."""
-        if not self.staged:
+        if not self.staged or self._staged_for is None:
             return
+        origin, run_id = self._staged_for
         db = self.db
         db.execute("BEGIN")
         try:
             db.execute(
                 "INSERT INTO lastmod_history (origin, url, run_id, lastmod_raw) "
-                "SELECT s.origin, s.url, s.run, s.lastmod_raw FROM temp.staged_urls AS s "
-                "WHERE NOT EXISTS (SELECT 1 FROM urls WHERE origin = s.origin AND url = s.url "
-                "AND lastmod_raw IS s.lastmod_raw) ORDER BY s.url, s.rowid"
+                "SELECT ?1, s.url, ?2, s.lastmod_raw FROM temp.staged_urls AS s "
+                "WHERE NOT EXISTS (SELECT 1 FROM urls WHERE origin = ?1 AND url = s.url "
+                "AND lastmod_raw IS s.lastmod_raw) ORDER BY s.url, s.rowid",
+                (origin, run_id),
             )
             db.execute(
                 "INSERT INTO urls (origin, url, segment, sitemap, lastmod_raw, first_run, "
                 "last_run, lastmod_changed_at, lastmod_changed_run, last_refetch_at, item) "
-                "SELECT origin, url, segment, sitemap, lastmod_raw, run, run, now, run, "
-                "CASE WHEN refetch THEN now END, item FROM temp.staged_urls WHERE true "
+                "SELECT ?1, url, segment, sitemap, lastmod_raw, ?2, ?2, now, ?2, "
+                "CASE WHEN refetch THEN now END, NULL FROM temp.staged_urls WHERE true "
                 "ORDER BY url, rowid "
                 "ON CONFLICT (origin, url) DO UPDATE SET segment = excluded.segment, "
                 "sitemap = excluded.sitemap, lastmod_raw = excluded.lastmod_raw, "
@@ -466,7 +468,8 @@ class StateStore:
                 "lastmod_changed_run = CASE WHEN lastmod_raw IS excluded.lastmod_raw "
                 "THEN lastmod_changed_run ELSE excluded.last_run END, "
                 "last_refetch_at = coalesce(excluded.last_refetch_at, last_refetch_at), "
-                "item = excluded.item"
+                "item = excluded.item",
+                (origin, run_id),
             )
             db.execute("DELETE FROM temp.staged_urls")
             db.execute("COMMIT")
