@@ -58,6 +58,11 @@ class _DirectFields:
             and type(exporter).serialize_field is BaseItemExporter.serialize_field
         )
 
+    def _encoded(self, batch: SitemapUrlBatch) -> list[str]:
+        """Each URL of ``batch`` as the JSON text ``export_item`` would write for it."""
+        encode = self.encoder.encode  # type: ignore[attr-defined]
+        return [encode(dict(zip(_FIELDS, _VALUES(entry), strict=True))) for entry in batch]
+
     def get_serialized_fields(
         self, item: Any, default_value: Any = None, include_empty: bool | None = None
     ) -> Iterable[tuple[str, Any]]:
@@ -84,8 +89,7 @@ class SitemapJsonLinesItemExporter(_DirectFields, JsonLinesItemExporter):
 
     def export_item(self, item: Any) -> None:
         if type(item) is SitemapUrlBatch and self._plain():
-            encode = self.encoder.encode
-            lines = [encode(dict(zip(_FIELDS, _VALUES(entry), strict=True))) for entry in item]
+            lines = self._encoded(item)
             if lines:
                 self.file.write(to_bytes("\n".join(lines) + "\n", self.encoding))
             return
@@ -97,8 +101,7 @@ class SitemapJsonItemExporter(_DirectFields, JsonItemExporter):
 
     def export_item(self, item: Any) -> None:
         if type(item) is SitemapUrlBatch and self._plain():
-            encode = self.encoder.encode
-            records = [encode(dict(zip(_FIELDS, _VALUES(entry), strict=True))) for entry in item]
+            records = self._encoded(item)
             if not records:
                 return
             separator = ",\n" if self.indent is not None else ","

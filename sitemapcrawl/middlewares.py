@@ -128,7 +128,3 @@ class SitemapBatchMiddleware:
             raise
         if held:
             yield SitemapUrlBatch(held)
-
-    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        async for output in start:
-            yield output

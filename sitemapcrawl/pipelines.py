@@ -123,7 +123,7 @@ class PageSamplingPipeline:
         self.report_path = Path(report_path) if report_path else None
         self.phase = "discovery"
         self._due: dict[str, bool] = {}
-        self._per_url: bool | None = None
+        self._note_links: bool | None = None
         self.report: SiteReport | None = None
         self._links_setting = settings.get("SITEMAPCRAWL_LINKS")
         self._links: LinkFollower | None = None
@@ -169,25 +169,24 @@ class PageSamplingPipeline:
             return self.site.closing_report()
         return item
 
+    def _noting_links(self) -> bool:
+        """Whether listed URLs are noted for the link follower: only when links will be
+        followed (it costs memory)."""
+        if self._note_links is None:
+            mode = self.links.mode
+            self._note_links = mode == "full" or (mode == "sample" and self.pages_fetched)
+        return self._note_links
+
     def _url_work(self) -> bool:
         """Whether URL items are looked at one by one: for the link follower, the state
         file or the sampler (otherwise a batch passes as it is)."""
-        if self._per_url is None:
-            links = self.links
-            self._per_url = (
-                links.mode == "full"
-                or (links.mode == "sample" and self.pages_fetched)
-                or self.site.state is not None
-                or self.sampling
-            )
-        return self._per_url
+        return self._noting_links() or self.site.state is not None or self.sampling
 
     def _url_item(self, item: SitemapUrlItem) -> None:
         if item.found_via == "links":
             return
-        links = self.links
-        if links.mode == "full" or (links.mode == "sample" and self.pages_fetched):
-            links.note_listed(item)  # only when links will be followed: it costs memory
+        if self._noting_links():
+            self.links.note_listed(item)
         state = self.site.state
         if state is not None:
             record = self.site.segment(item.segment)

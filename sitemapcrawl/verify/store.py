@@ -417,9 +417,8 @@ class StateStore:
         file), which costs next to nothing; the merge then walks the URL table's B-tree once
         in key order for up to ``MERGE_EVERY`` rows. Upserting 20,000-row batches directly
         touched most of the table's leaf pages at every batch once it outgrew the page
-        cache: 1,000,000 URLs written alone took 37.1 s of CPU so, 14.2 s staged and merged
-        once, URL generation (3.6 s) included (``bench/state_writes.py``). The crawl merges
-        when it reads URL rows back (page fetches, the end of the run)."""
+        cache (1,000,000 URLs written alone: docs/benchmarks.md, "The state file's cost").
+        The crawl merges when it reads URL rows back (page fetches, the end of the run)."""
         if not rows:
             return
         if self._staged_for != (origin, run_id):
