@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scrapy.exceptions import NotConfigured
@@ -174,6 +175,112 @@ def test_fast_exporters_write_what_scrapys_exporters_write() -> None:
             exporter.finish_exporting()
             outputs.append(buffer.getvalue())
         assert outputs[0] == outputs[1]
+
+
+def _record_values() -> Any:
+    """Field values of every kind a ``SitemapUrlItem`` may hold, and some it should not."""
+    import datetime as dt
+    import math
+
+    from hypothesis import strategies as st
+
+    text = st.text(max_size=12)  # any code point, surrogates and controls included
+    scalar = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.sampled_from([0.5, 1.0, math.inf, -0.0, 1e-310]),
+        text,
+        st.datetimes().map(lambda d: d.replace(tzinfo=dt.UTC)),
+    )
+    nested = st.recursive(
+        scalar,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3),
+            st.tuples(inner, inner),
+            st.frozensets(st.integers(0, 9), max_size=3).map(set),
+            st.dictionaries(text, inner, max_size=3),
+        ),
+        max_leaves=6,
+    )
+    return st.one_of(scalar, nested, st.just([]))
+
+
+def test_record_encoder_writes_what_the_json_encoder_writes() -> None:
+    """The JSON exporters' template (``_RecordEncoder``) against ``encoder.encode`` of the
+    item's dict: the same text for any values, the same error for what cannot be written,
+    and a refused value does not spoil the next batch."""
+    import dataclasses
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from scrapy.utils.serialize import ScrapyJSONEncoder
+
+    from sitemapcrawl.exporters import _RecordEncoder
+
+    names = [field.name for field in dataclasses.fields(SitemapUrlItem)]
+    typical = {
+        "url": st.text(max_size=30),
+        "lastmod": st.none() | st.just("2024-01-01T00:00:00Z"),
+        "sitemap": st.sampled_from(["http://a/s.xml", "http://a/s\u00e9.xml"]),
+        "segment": st.sampled_from(["/s.xml", "/t.xml"]),
+        "priority": st.none() | st.floats(0, 1),
+        "depth": st.integers(0, 3),
+        "mobile": st.booleans(),
+        "refetch": st.none() | st.booleans(),
+    }
+
+    @st.composite
+    def items(draw: Any) -> SitemapUrlItem:
+        odd = _record_values()
+        values = {
+            name: draw(typical[name] if name in typical and draw(st.booleans()) else odd)
+            for name in names
+        }
+        return SitemapUrlItem(**values)
+
+    encoders = [
+        ScrapyJSONEncoder(ensure_ascii=True),
+        ScrapyJSONEncoder(ensure_ascii=False),
+        ScrapyJSONEncoder(ensure_ascii=True, allow_nan=False),
+        ScrapyJSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":")),
+    ]
+    fast = [_RecordEncoder.for_encoder(encoder) for encoder in encoders]
+    assert all(fast)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(items(), max_size=6))
+    def check(batch: list[SitemapUrlItem]) -> None:
+        for encoder, records in zip(encoders, fast, strict=True):
+            assert records is not None
+            try:
+                expected = [
+                    encoder.encode({name: getattr(item, name) for name in names}) for item in batch
+                ]
+            except (TypeError, ValueError) as error:
+                with pytest.raises(type(error)):
+                    records.encode(batch)
+                continue
+            assert records.encode(batch) == expected
+
+    check()
+    # A value the encoder refuses half-way into a list, then the same list written fine.
+    shared = ["x"]
+    bad = SitemapUrlItem("http://a/1", news=[{"k": shared}, {"k": object()}])
+    good = SitemapUrlItem("http://a/2", news=[{"k": shared}])
+    records = fast[0]
+    assert records is not None
+    with pytest.raises(TypeError):
+        records.encode([bad])
+    assert records.encode([good]) == [encoders[0].encode(dataclasses.asdict(good))]
+    # Encoders whose text the template cannot reproduce keep Scrapy's path.
+    for other in (
+        ScrapyJSONEncoder(indent=2),
+        ScrapyJSONEncoder(sort_keys=True),
+        type("Own", (ScrapyJSONEncoder,), {"encode": lambda self, o: "x"})(),
+    ):
+        assert _RecordEncoder.for_encoder(other) is None
 
 
 def test_item_log_records_only_at_debug() -> None:
