@@ -102,7 +102,15 @@ def future_random() -> list[LastMod | None]:
 
 
 def news_burst() -> list[LastMod | None]:
-    """A news segment: 500 articles stamped within one second."""
+    """A news segment: 500 articles published in the last ten minutes, 1.2 s apart: a
+    cluster no other kind of segment has honestly, the normal state of a news sitemap."""
+    base = T_REF - timedelta(minutes=10)
+    return [lm(z(base + timedelta(milliseconds=1200 * i))) for i in range(500)]
+
+
+def news_stamped() -> list[LastMod | None]:
+    """A news segment whose 500 entries carry the generation time, written per entry to
+    the millisecond: all within one second."""
     base = T_REF - timedelta(minutes=3)
     return [lm(f"{z(base)[:-1]}.{i:03d}Z") for i in range(500)]
 
@@ -263,6 +271,7 @@ SIGNAL_CASES: list[tuple[str, Callable[[], list[LastMod | None]], dict[str, Any]
     ("future_3h", future_3h, {}, ["tz_shift:3", "generation_time_suspected"]),
     ("future_random", future_random, {}, ["invalid"]),
     ("news_burst", news_burst, {"news": True}, []),
+    ("news_stamped", news_stamped, {"news": True}, ["generation_time_suspected"]),
     ("news_burst_not_news", news_burst, {}, ["generation_time_suspected"]),
     ("invalid_heavy", invalid_heavy, {}, ["partial", "invalid"]),
     ("too_few", lambda: generation_time()[:19], {}, ["too_few"]),
@@ -630,6 +639,22 @@ VERDICT_CASES: list[
         outcomes(AGREE=10, NO_EVIDENCE=20),
         "UNVERIFIABLE",
         "Only 10 of 30 sampled pages carry page evidence (< 20).",
+    ),
+    (
+        "unread_pages_are_no_evidence",
+        honest,
+        {},
+        outcomes(AGREE=25, HTTP_404=3) + ["FETCH_FAILED:TimeoutError"] * 2,
+        "PROVISIONAL",
+        "25 of 25 sampled pages agree (Wilson lower bound 0.87 >= 0.80).",
+    ),
+    (
+        "nothing_read",
+        honest,
+        {},
+        outcomes(HTTP_301=28, NO_EVIDENCE=2),
+        "UNVERIFIABLE",
+        "Only 0 of 30 sampled pages carry page evidence (< 20, 28 could not be read).",
     ),
     (
         "news_not_generation_time",
@@ -1005,6 +1030,25 @@ def test_news_sitemap_stamped_with_one_second_is_generation_time() -> None:
     assert "generation_time_suspected" not in l0_signals(honest.result(now, news=True), now)
     verdict = static_verdict(stamped.result(now, news=True), [], now)
     assert verdict.name == "GENERATION_TIME"
+    # The same stamp written per entry as the file is generated: milliseconds apart, or
+    # spread over a few seconds by a slow generator. Still one stamp, not 40 articles.
+    for step_ms in (20, 200):
+        spread = SegmentL0Accumulator()
+        for i in range(40):
+            moment = datetime(2026, 11, 29, 11, 58, 7, tzinfo=UTC) + timedelta(
+                milliseconds=step_ms * i
+            )
+            spread.add(parse_lastmod(moment.isoformat(timespec="milliseconds")))
+        l0 = spread.result(now, news=True)
+        assert l0.as_dict()["burst_share"] == 1.0
+        assert static_verdict(l0, [], now).name == "GENERATION_TIME", step_ms
+    # 40 articles 30 s apart (20 minutes): a news burst, not a stamp
+    burst = SegmentL0Accumulator()
+    for i in range(40):
+        burst.add(parse_lastmod(f"2026-11-29T11:{30 + i // 2:02d}:{30 * (i % 2):02d}Z"))
+    l0 = burst.result(now, news=True)
+    assert l0.as_dict()["burst_share"] == 0.025
+    assert "generation_time_suspected" not in l0_signals(l0, now)
 
 
 def test_lagged_only_for_a_sitemap_built_recently() -> None:

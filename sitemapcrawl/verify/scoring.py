@@ -70,7 +70,11 @@ Choices the design leaves open (each is marked "ours" above or here):
   or not). Sentinels (1970-01-01, 9999…) parse, count in N_L and are reported
   in ``sentinel_share``; the design has no rule for them.
 * FUTURE counts as page evidence (the clock is the evidence): n_ev counts
-  every outcome except NO_EVIDENCE, NO_LASTMOD and LAGGED.
+  AGREE, LASTMOD_NEWER, LASTMOD_OLDER, PUBDATE_AS_LASTMOD, FUTURE and TZ_SHIFT:k.
+  NO_EVIDENCE, NO_LASTMOD and LAGGED say nothing about the lastmod, and neither
+  does a page we could not read (the pipeline's ``HTTP_<status>``,
+  ``FETCH_FAILED:<reason>`` and REDIRECT_OFFSITE, a redirect to another host;
+  counted apart as ``n_unread``).
 * LAGGED (ours): a lastmod older than the page's date where that date is after
   the moment the sitemap file was built (its ``Last-Modified``): a sitemap
   rebuilt every few hours cannot show a later change, so the page says nothing
@@ -111,7 +115,7 @@ from typing import TYPE_CHECKING, Any
 from sitemapcrawl.sitemaps.dates import format_utc
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     from sitemapcrawl.sitemaps.dates import LastMod
 
@@ -154,6 +158,8 @@ RECENCY_EPSILON = FUTURE_SLACK
 MIN_N_L = 20
 #: News segments: at least this many entries sharing one timestamp to the second.
 NEWS_MIN_N_L = 10
+#: News entries this close together are one generation stamp, not distinct articles.
+NEWS_BURST = timedelta(seconds=10)
 ABSENT_COVERAGE = 0.1
 PARTIAL_COVERAGE = 0.9
 INVALID_SHARE = 0.2
@@ -182,6 +188,8 @@ LASTMOD_OLDER = "LASTMOD_OLDER"
 TZ_SHIFT = "TZ_SHIFT"  # reported as "TZ_SHIFT:<k>", k signed hours
 PUBDATE_AS_LASTMOD = "PUBDATE_AS_LASTMOD"
 FUTURE = "FUTURE"
+#: A sampled page that redirects to another host (the pipeline's outcome, not agreement's).
+REDIRECT_OFFSITE = "REDIRECT_OFFSITE"
 NO_EVIDENCE = "NO_EVIDENCE"
 NO_LASTMOD = "NO_LASTMOD"
 LAGGED = "LAGGED"  # LASTMOD_OLDER, but the page changed after the sitemap was built
@@ -354,6 +362,8 @@ class SegmentL0:
     sentinel_share: float
     date_only_share: float
     no_tz_share: float
+    #: News segments only: the share in the densest ``NEWS_BURST`` (10 s) window.
+    burst_share: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly copy: floats rounded to 4 places, datetimes as ISO ``...Z``.
@@ -369,6 +379,8 @@ class SegmentL0:
         out: dict[str, Any] = {}
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
+            if value is None and name == "burst_share":
+                continue  # not a news segment
             if isinstance(value, float):
                 value = round(value, 4)
             elif isinstance(value, datetime):
@@ -584,6 +596,7 @@ class SegmentL0Accumulator:
             sentinel_share=share(self.n_sentinel),
             date_only_share=share(self.n_date_only),
             no_tz_share=share(self.n_no_tz),
+            burst_share=share(_densest(by_value, NEWS_BURST)) if news else None,
         )
 
 
@@ -607,6 +620,19 @@ def _distance(t: datetime, span: tuple[datetime, datetime]) -> float:
 
 
 _Windows = tuple[int, int, tuple[datetime, datetime] | None]
+
+
+def _densest(by_value: Counter[datetime], width: timedelta) -> int:
+    """How many values the densest closed window of ``width`` holds."""
+    values = sorted(by_value)
+    best = inside = left = 0
+    for v in values:
+        inside += by_value[v]
+        while v - values[left] > width:
+            inside -= by_value[values[left]]
+            left += 1
+        best = max(best, inside)
+    return best
 
 
 def _time_windows(by_value: Counter[datetime]) -> _Windows:
@@ -683,11 +709,13 @@ def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
         signals.append(f"tz_shift:{l0.tz_shift_k}")
     if l0.news and l0.cluster_centre is not None:
         # News sitemaps cluster by nature (the last 48 hours of articles), so the window
-        # rules do not apply; but distinct articles cannot all carry the same second. The
-        # seed guide's first real failure: every entry stamped with the file's generation.
+        # rules do not apply; but distinct articles cannot all carry the same few seconds.
+        # The seed guide's first real failure: every entry stamped with the file's
+        # generation, to the second or within it (a generator that writes each entry's
+        # "now" as it goes spreads them over a few seconds: NEWS_BURST).
         if (
             l0.n_lastmod >= NEWS_MIN_N_L
-            and l0.mode_share >= GENERATION_WINDOW_SHARE
+            and max(l0.mode_share, l0.burst_share or 0.0) >= GENERATION_WINDOW_SHARE
             and l0.date_only_share < 0.5
             and t_ref - l0.cluster_centre <= GENERATION_RECENCY
         ):
@@ -810,6 +838,29 @@ _L0_USED = (
 )
 
 
+#: How a page problem (``pagedates.page_evidence``, the pipeline's ``now_modified``) reads
+#: in a reason: "N <text>".
+_PROBLEM_TEXT = {
+    "json-ld_invalid": "with broken JSON-LD",
+    "microdata_invalid": "with broken microdata",
+    "rdfa_invalid": "with broken RDFa",
+    "opengraph_invalid": "with broken OpenGraph",
+    "conflicting_modified": "with conflicting modification dates",
+    "future_modified": "with a modification date in the future",
+    "invalid_modified": "with an unreadable modification date",
+    "modified_before_published": "modified before they were published",
+    "now_modified": "giving the render time as their modification date",
+    "not_html": "not HTML",
+    "empty": "empty",
+    "truncated": "cut at the parse cap",
+}
+#: The L1 outcomes that are page evidence about a lastmod (n_ev), besides TZ_SHIFT:k.
+_EVIDENCE = frozenset({AGREE, LASTMOD_NEWER, LASTMOD_OLDER, PUBDATE_AS_LASTMOD, FUTURE})
+#: Outcomes of a sampled page that could not be read: an HTTP error or redirect left
+#: unfollowed, a failed or refused fetch.
+_UNREAD = ("HTTP_", "FETCH_FAILED", REDIRECT_OFFSITE)
+
+
 def _tz_k(outcome: str) -> int | None:
     if outcome.startswith(TZ_SHIFT + ":"):
         try:
@@ -841,6 +892,7 @@ def static_verdict(
     t_ref: datetime,
     *,
     generation_ruled_out: bool = False,
+    problems: Mapping[str, int] | None = None,
 ) -> Verdict:
     """Judge a segment from one sitemap fetch (L0) and its sampled pages (L1).
 
@@ -850,6 +902,8 @@ def static_verdict(
     UNVERIFIABLE), PROVISIONAL, UNVERIFIABLE. ``TRUSTED`` needs the L2 recall
     bound (§5d) and is never returned here. ``generation_ruled_out``: the
     cross-run history shows the cluster is not moving with each generation.
+    ``problems``: how many sampled pages had each page problem (``pagedates``); they are
+    kept in the evidence and, where too few pages carry evidence, named in the reason.
 
     >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
     >>> now = datetime(2024, 6, 1, tzinfo=UTC)
@@ -868,11 +922,14 @@ def static_verdict(
     signals = l0_signals(l0, t_ref)
     counts = Counter(outcomes)
     n_sampled = len(outcomes)
-    n_ev = n_sampled - counts[NO_EVIDENCE] - counts[NO_LASTMOD] - counts[LAGGED]
+    n_ev = sum(n for o, n in counts.items() if o in _EVIDENCE or _tz_k(o) is not None)
+    n_unread = sum(n for o, n in counts.items() if o.startswith(_UNREAD))
     l0_used = {k: v for k, v in l0.as_dict().items() if k in _L0_USED}
     evidence: dict[str, Any] = {
         "n_sampled": n_sampled,
         "n_ev": n_ev,
+        "n_unread": n_unread,
+        **({"page_problems": dict(sorted(problems.items()))} if problems else {}),
         "counts": dict(sorted(counts.items())),
         "signals": signals,
         "l0": l0_used,
@@ -1014,7 +1071,15 @@ def static_verdict(
         extra: dict[str, Any] = {}
     elif n_ev < MIN_N_EV:
         name = "UNVERIFIABLE"
-        reason = f"Only {n_ev} of {n_sampled} sampled pages carry page evidence (< {MIN_N_EV})."
+        unread = f", {n_unread} could not be read" if n_unread else ""
+        if problems:
+            unread += "".join(
+                f", {count} {_PROBLEM_TEXT.get(name, name)}"
+                for name, count in sorted(problems.items(), key=lambda kv: (-kv[1], kv[0]))
+            )
+        reason = (
+            f"Only {n_ev} of {n_sampled} sampled pages carry page evidence (< {MIN_N_EV}{unread})."
+        )
         extra = {"escalate": n_sampled < ESCALATED_SAMPLE}
     else:
         name = "UNVERIFIABLE"
