@@ -71,6 +71,7 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_SAMPLE_SITE_BUDGET": 150,
     "SITEMAPCRAWL_SAMPLE_PANEL": 10,  # fixed URLs re-fetched every run, within the budget
     "SITEMAPCRAWL_SAMPLE_SEED": "sitemapcrawl",
+    "SITEMAPCRAWL_PAGE_MAX_SIZE": 5 * 1024 * 1024,  # bytes: larger sampled/refetched pages unread
     "SITEMAPCRAWL_REPORT_PATH": "",  # also write the site report as JSON here
     "SITEMAPCRAWL_HTML_REPORT_PATH": None,  # also write the HTML site report here
     # Link following (sitemapcrawl.linkfollow): argument links=off|fallback|sample|full

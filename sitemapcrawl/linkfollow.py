@@ -154,6 +154,11 @@ class LinkFollower:
     def is_listed(self, url: str) -> bool:
         return _key(url) in self.listed
 
+    def was_fetched(self, url: str) -> bool:
+        """Whether ``url`` was fetched already (by links, a sample or a refetch)."""
+        record = self.records.get(_key(url))
+        return record is not None and record.fetched
+
     # -- planning -----------------------------------------------------------------------
 
     def start(self, site: str, policy: ScopePolicy, *, home: bool) -> None:

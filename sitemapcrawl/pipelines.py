@@ -27,15 +27,17 @@ from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.extensions.corestats import CoreStats
 from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
+from w3lib.url import safe_url_string
 
 from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem, SiteReport
 from sitemapcrawl.linkfollow import LinkFollower
 from sitemapcrawl.sitemaps.dates import format_utc, parse_feed_date, parse_lastmod
+from sitemapcrawl.sitemaps.scope import same_host
 from sitemapcrawl.verification import PendingReport, site_verification
 from sitemapcrawl.verify.pagedates import page_evidence
 from sitemapcrawl.verify.sampling import SegmentSampler, allocate
 from sitemapcrawl.verify.schedule import site_utc_offset
-from sitemapcrawl.verify.scoring import agreement, static_verdict
+from sitemapcrawl.verify.scoring import REDIRECT_OFFSITE, agreement, static_verdict
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.sitemaps.dates import LastMod
     from sitemapcrawl.state import CrawlState
     from sitemapcrawl.verification import SegmentRecord
+    from sitemapcrawl.verify.pagedates import PageEvidence
     from sitemapcrawl.verify.sampling import SampledUrl
 
 logger = logging.getLogger(__name__)
@@ -101,7 +104,8 @@ class PageSamplingPipeline:
     Settings: ``SITEMAPCRAWL_VERIFY_ENABLED`` (L0 verdicts and the report),
     ``SITEMAPCRAWL_SAMPLE_ENABLED`` (fetch pages; argument ``sample=on``),
     ``SITEMAPCRAWL_SAMPLE_SEGMENT_BUDGET``, ``SITEMAPCRAWL_SAMPLE_SITE_BUDGET``,
-    ``SITEMAPCRAWL_SAMPLE_PANEL``, ``SITEMAPCRAWL_SAMPLE_SEED``, ``SITEMAPCRAWL_REPORT_PATH``.
+    ``SITEMAPCRAWL_SAMPLE_PANEL``, ``SITEMAPCRAWL_SAMPLE_SEED``, ``SITEMAPCRAWL_REPORT_PATH``,
+    ``SITEMAPCRAWL_PAGE_MAX_SIZE`` (bytes: a larger sampled or refetched page is not read).
     Meta written on page requests: ``sitemapcrawl_sample``. Stats:
     ``sitemapcrawl/sample/requested_count``, ``fetched_count``, ``failed_count``,
     ``outcome_count/<OUTCOME>``, ``sitemapcrawl/verdict_count/<VERDICT>``.
@@ -119,6 +123,11 @@ class PageSamplingPipeline:
         self.site_budget = settings.getint("SITEMAPCRAWL_SAMPLE_SITE_BUDGET")
         self.panel = settings.getint("SITEMAPCRAWL_SAMPLE_PANEL")
         self.seed = settings.get("SITEMAPCRAWL_SAMPLE_SEED")
+        self.page_max_size = settings.getint("SITEMAPCRAWL_PAGE_MAX_SIZE")
+        self._planned: set[str] = set()  # the pages this run fetches on their own
+        self.redirects = (
+            settings.getint("REDIRECT_MAX_TIMES") if settings.getbool("REDIRECT_ENABLED") else 0
+        )
         report_path = settings.get("SITEMAPCRAWL_REPORT_PATH")
         self.report_path = Path(report_path) if report_path else None
         self.phase = "discovery"
@@ -282,7 +291,7 @@ class PageSamplingPipeline:
             Request(
                 sampled.url,
                 cb_kwargs={"record": record, "sampled": sampled},
-                meta={_SAMPLE_META: record.name, "handle_httpstatus_all": True},
+                meta={_SAMPLE_META: record.name, **self._page_meta()},
                 dont_filter=True,
                 priority=-10,
             )
@@ -293,6 +302,44 @@ class PageSamplingPipeline:
         stats.inc_value(_P + "requested_count", len(requests))
         return requests
 
+    def _page_meta(self) -> dict[str, Any]:
+        """Meta of sampled and refetched pages: every status reaches us (redirects are
+        followed by ``_download``, within the site only), and the body is capped."""
+        return {
+            "handle_httpstatus_all": True,
+            "download_maxsize": self.page_max_size,
+            "download_warnsize": 0,
+        }
+
+    async def _download(self, engine: ExecutionEngine, request: Request, via: str) -> Response:
+        """``request`` through the engine. A redirect to the same site (the page's host or
+        its ``www.`` twin, any scheme) is followed, at most ``REDIRECT_MAX_TIMES`` hops and
+        never in a loop: the page's evidence is the page it leads to. The 3xx response is
+        returned as it is when the redirect leads to another host (that page says nothing
+        about this site's lastmod) or to a page this run fetches on its own (sampled, to
+        be refetched, or fetched already for links): a page is fetched once. Every hop is
+        shown to the link follower."""
+        links = self.links
+        hops, seen = self.redirects, {request.url}
+        while True:
+            response = await engine.download_async(request)
+            if links.active:
+                links.observe(request.url, response, via)
+            target = _redirect_target(response)
+            if (
+                target is None
+                or hops <= 0
+                or target in seen
+                or target in self._planned
+                or not same_host(target, request.url)
+                or (links.active and links.was_fetched(target))
+            ):
+                return response
+            hops -= 1
+            seen.add(target)
+            self.crawler.stats.inc_value(_P + "redirect_followed_count")
+            request = request.replace(url=target)
+
     async def _fetch_all(self, requests: list[Request]) -> None:
         """Fetch the samples, then the pages marked for refetch (``pages=refetch``), through
         the engine's downloader (robots.txt, throttling, retries and redirects apply), in
@@ -302,6 +349,7 @@ class PageSamplingPipeline:
         assert engine is not None
         state = self.site.state
         sampled = {r.url for r in requests}
+        self._planned = sampled
         pending: Iterator[Request] = iter(requests)
         if state is not None and state.pending:
             pending = chain(pending, self._refetches(state, sampled))
@@ -328,6 +376,7 @@ class PageSamplingPipeline:
         stats = self.crawler.stats
         assert stats is not None
         for url, segment, reason in state.pending_pages(sampled):
+            self._planned.add(url)
             headers = {} if self.links.active else state.page_validators(url, segment)
             if headers:
                 stats.inc_value(_R + "conditional_count")
@@ -335,7 +384,7 @@ class PageSamplingPipeline:
                 url,
                 headers=headers or None,
                 cb_kwargs={"segment": segment, "reason": reason},
-                meta={_REFETCH_META: reason, "handle_httpstatus_all": True},
+                meta={_REFETCH_META: reason, **self._page_meta()},
                 dont_filter=True,
                 priority=-20,
             )
@@ -353,7 +402,7 @@ class PageSamplingPipeline:
         if links.active:
             links.planned(request.url, "refetch")
         try:
-            response = await engine.download_async(request)
+            response = await self._download(engine, request, "refetch")
         except Exception as exc:  # noqa: BLE001 - a failed refetch is counted, never fatal
             if links.active:
                 links.failed(request.url, exc, "refetch")
@@ -371,8 +420,6 @@ class PageSamplingPipeline:
             )
             return
         stats.inc_value(_R + f"status_count/{response.status}")
-        if links.active:
-            links.observe(request.url, response, "refetch")
         fingerprint = page_modified = http_modified = etag = None
         not_modified = response.status == 304 and bool(
             request.headers.get(b"If-None-Match") or request.headers.get(b"If-Modified-Since")
@@ -383,6 +430,7 @@ class PageSamplingPipeline:
             evidence = page_evidence(
                 response.body, response.url, _headers(response), now=self._now(response)
             )
+            self._count_problems(evidence, _R)
             fingerprint = evidence.fingerprint
             best = evidence.best_modified
             page_modified = best.value.iso if best is not None and best.value else None
@@ -418,14 +466,12 @@ class PageSamplingPipeline:
         sampled: SampledUrl = request.cb_kwargs["sampled"]
         links = self.links
         try:
-            response = await engine.download_async(request)
+            response = await self._download(engine, request, "sample")
         except Exception as exc:  # noqa: BLE001 - every fetch failure is one counted outcome
             if links.active:
                 links.failed(sampled.url, exc, "sample")
-            self._page_failed(record, sampled, type(exc).__name__)
+            self._page_failed(record, sampled, _failure_reason(exc))
         else:
-            if links.active:
-                links.observe(sampled.url, response, "sample")
             self._page(response, record, sampled)
 
     def _sampled(self, result: Any) -> None:
@@ -478,10 +524,16 @@ class PageSamplingPipeline:
             "final_url": response.url if response.url != sampled.url else None,
         }
         page_modified = None
-        if response.status != 200:
+        target = _redirect_target(response)
+        if target is not None and not same_host(target, response.url):
+            # A redirect to another host: what that page says is not about this lastmod.
+            outcome = REDIRECT_OFFSITE
+            result["final_url"] = target
+        elif response.status != 200:
             outcome = f"HTTP_{response.status}"
         else:
             evidence = page_evidence(response.body, response.url, headers, now=t_ref)
+            self._count_problems(evidence, _P)
             best = evidence.best_modified
             if best is not None and best.value is not None:
                 page_modified = best.value.iso
@@ -508,7 +560,7 @@ class PageSamplingPipeline:
                 ),
                 etag=evidence.etag,
                 fingerprint=evidence.fingerprint,
-                problems=list(evidence.problems),
+                problems=_problems(evidence),
             )
             stats.inc_value(_P + "fetched_count")
         result["outcome"] = outcome
@@ -529,6 +581,14 @@ class PageSamplingPipeline:
             if observed is not None:
                 result["change"] = observed
         record.samples.append(result)
+
+    def _count_problems(self, evidence: PageEvidence, prefix: str) -> None:
+        """Count what was wrong with a page we read (broken JSON-LD, conflicting or future
+        dates, a date that is the render time, not HTML, cut at the parse cap…)."""
+        stats = self.crawler.stats
+        assert stats is not None
+        for problem in _problems(evidence):
+            stats.inc_value(prefix + f"problem_count/{problem}")
 
     def _page_failed(self, record: SegmentRecord, sampled: SampledUrl, reason: str) -> None:
         stats = self.crawler.stats
@@ -577,8 +637,13 @@ class PageSamplingPipeline:
                 if state is not None
                 else None
             )
+            problems = Counter(p for s in record.samples for p in s.get("problems", ()))
             verdict = static_verdict(
-                l0, outcomes, t_ref, generation_ruled_out=moves is not None and moves < 2
+                l0,
+                outcomes,
+                t_ref,
+                generation_ruled_out=moves is not None and moves < 2,
+                problems=problems,
             )
             name, reason, evidence = verdict.name, verdict.reason, verdict.evidence
             offset = site_utc_offset(
@@ -606,6 +671,7 @@ class PageSamplingPipeline:
                     **({"static_verdict": verdict.name, "cross_run": cross_run} if state else {}),
                     "l0": l0.as_dict(),
                     "outcomes": dict(Counter(o.split(":")[0] for o in outcomes)),
+                    "page_problems": dict(sorted(problems.items())),
                     "samples": sorted(record.samples, key=lambda s: s["url"]),
                     **(
                         {"coverage": by_segment.get(record.name, {})}
@@ -727,3 +793,29 @@ _SINGLE_VALUED = frozenset({b"date", b"last-modified", b"etag", b"content-type"}
 
 def _as_dict(report: SiteReport) -> dict[str, Any]:
     return asdict(report)
+
+
+def _redirect_target(response: Response) -> str | None:
+    """Where a 3xx response sends us (absolute), or None."""
+    if not 300 <= response.status < 400:
+        return None
+    location = response.headers.get(b"Location")
+    if not location:
+        return None
+    return safe_url_string(urljoin(response.url, location.decode("latin-1")))
+
+
+def _failure_reason(exc: BaseException) -> str:
+    """A failed page fetch's outcome detail: ``page_size`` where the body was over the
+    cap (Scrapy cancels the download), else the exception's name (``IgnoreRequest`` for
+    robots.txt, ``TimeoutError``…)."""
+    name = type(exc).__name__
+    return "page_size" if name in ("CancelledError", "DownloadCancelledError") else name
+
+
+def _problems(evidence: PageEvidence) -> list[str]:
+    """The page's problems, with ``now_modified`` when its date is the render time."""
+    problems = list(evidence.problems)
+    if evidence.now_like:
+        problems.append("now_modified")
+    return problems

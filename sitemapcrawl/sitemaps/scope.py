@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
-__all__ = ["SCOPE_MODES", "ScopePolicy", "private_address"]
+__all__ = ["SCOPE_MODES", "ScopePolicy", "private_address", "same_host"]
 
 #: ``host``: the site's host or its ``www.`` twin; ``path``: the sitemaps.org rule (under
 #: the sitemap file's own directory); ``robots``: ``path``, or ``host`` for sitemaps the
@@ -120,3 +120,17 @@ def private_address(url: str, origin: str | None) -> bool:
         return ipaddress.ip_address(origin_host).is_global
     except ValueError:
         return True
+
+
+def same_host(url: str, other: str) -> bool:
+    """True when both URLs are on one host or its ``www.`` twin, whatever the scheme
+    (a non-default port is part of the host).
+
+    >>> same_host("https://www.example.com/a", "http://example.com/b")
+    True
+    >>> same_host("https://example.com/a", "https://cdn.example.com/a")
+    False
+    >>> same_host("http://127.0.0.1:8001/a", "http://127.0.0.1:8002/a")
+    False
+    """
+    return _bare_host(_split(url)[1]) == _bare_host(_split(other)[1])
