@@ -434,6 +434,7 @@ async def test_interrupted_run_is_not_a_cut(site: tuple[Site, MockServer], tmp_p
         (b"this is not a database\n" * 50, "not a SQLite file"),
         ("foreign", "not a sitemapcrawl state file"),
         ("newer", "written by a newer sitemapcrawl (schema 99"),
+        ("damaged", "the state file is damaged (SQLite's quick_check: "),
     ],
 )
 @deferred_f_from_coro_f
@@ -454,6 +455,23 @@ async def test_unusable_state_file_stops_the_crawl_untouched(
         StateStore.open(state).close()
         with sqlite3.connect(state) as db:
             db.execute("PRAGMA user_version = 99")
+    elif content == "damaged":
+        # A state file with a table of many pages, one of whose leaf pages is then
+        # damaged: SQLite still opens it and reads everything before the damage.
+        StateStore.open(state).close()
+        db = sqlite3.connect(state, isolation_level=None)
+        db.execute("PRAGMA journal_mode=DELETE")
+        db.execute("CREATE TABLE filler (k INTEGER PRIMARY KEY, v TEXT)")
+        db.executemany("INSERT INTO filler VALUES (?, ?)", ((i, "x" * 100) for i in range(2000)))
+        size = db.execute("PRAGMA page_size").fetchone()[0]
+        db.close()
+        data = bytearray(state.read_bytes())
+        last = len(data) - size
+        assert data[last] == 0x0D  # a table leaf page
+        data[last + 7] ^= 0xFF  # its count of fragmented free bytes
+        state.write_bytes(bytes(data))
+        with sqlite3.connect(state) as db:
+            assert db.execute("SELECT count(*) FROM runs").fetchone() == (0,)
     else:
         assert isinstance(content, bytes)
         state.write_bytes(content)

@@ -315,7 +315,20 @@ class StateStore:
                     f"{self.path}: not a sitemapcrawl state file (another application's "
                     "SQLite database); refusing to touch it"
                 )
-            db.execute("PRAGMA quick_check").fetchone()
+            # A damaged file opens and reads until it meets the damage; refuse it whole
+            # (a malformed header or root page raises DatabaseError here, reported alike).
+            found = [
+                line
+                for (text,) in db.execute("PRAGMA quick_check(10)")
+                for line in str(text).splitlines()
+                if line != "ok" and not line.startswith("***")
+            ]
+            if found:
+                raise StateError(
+                    f"{self.path}: the state file is damaged (SQLite's quick_check: "
+                    f"{'; '.join(found[:3])}); refusing to touch it: move it away to start "
+                    "afresh, or restore a copy"
+                )
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StateError(
