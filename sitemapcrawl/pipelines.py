@@ -17,7 +17,6 @@ import json
 import logging
 from collections import Counter
 from dataclasses import asdict
-from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
@@ -37,7 +36,12 @@ from sitemapcrawl.verification import PendingReport, site_verification
 from sitemapcrawl.verify.pagedates import page_evidence
 from sitemapcrawl.verify.sampling import SegmentSampler, allocate
 from sitemapcrawl.verify.schedule import site_utc_offset
-from sitemapcrawl.verify.scoring import REDIRECT_OFFSITE, agreement, static_verdict
+from sitemapcrawl.verify.scoring import (
+    ESCALATED_SAMPLE,
+    REDIRECT_OFFSITE,
+    agreement,
+    static_verdict,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -53,6 +57,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.verification import SegmentRecord
     from sitemapcrawl.verify.pagedates import PageEvidence
     from sitemapcrawl.verify.sampling import SampledUrl
+    from sitemapcrawl.verify.scoring import SegmentL0, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -234,6 +239,10 @@ class PageSamplingPipeline:
                     budget=self.panel if record.panel_only else self.segment_budget,
                     panel=self.panel,
                     now=record.t_ref or self.site.started,
+                    # candidates kept for an escalated sample
+                    reserve=0
+                    if record.panel_only
+                    else max(0, ESCALATED_SAMPLE - self.segment_budget),
                 )
             raw = item.lastmod_raw
             record.sampler.offer(item.url, parse_lastmod(raw) if raw is not None else None)
@@ -288,19 +297,22 @@ class PageSamplingPipeline:
         stats = self.crawler.stats
         assert stats is not None
         requests = [
-            Request(
-                sampled.url,
-                cb_kwargs={"record": record, "sampled": sampled},
-                meta={_SAMPLE_META: record.name, **self._page_meta()},
-                dont_filter=True,
-                priority=-10,
-            )
+            self._sample_request(record, sampled)
             for record in records
             if record.sampler is not None
             for sampled in record.sampler.sample()[: budgets.get(record.name, 0)]
         ]
         stats.inc_value(_P + "requested_count", len(requests))
         return requests
+
+    def _sample_request(self, record: SegmentRecord, sampled: SampledUrl) -> Request:
+        return Request(
+            sampled.url,
+            cb_kwargs={"record": record, "sampled": sampled},
+            meta={_SAMPLE_META: record.name, **self._page_meta()},
+            dont_filter=True,
+            priority=-10,
+        )
 
     def _page_meta(self) -> dict[str, Any]:
         """Meta of sampled and refetched pages: every status reaches us (redirects are
@@ -341,33 +353,73 @@ class PageSamplingPipeline:
             request = request.replace(url=target)
 
     async def _fetch_all(self, requests: list[Request]) -> None:
-        """Fetch the samples, then the pages marked for refetch (``pages=refetch``), through
-        the engine's downloader (robots.txt, throttling, retries and redirects apply), in
-        this worker, at most ``CONCURRENT_REQUESTS`` at a time. A page sampled is not
-        fetched again as a refetch."""
+        """Fetch the samples, then more pages of the segments whose sample left the
+        verdict undecided (escalation, §5b), then the pages marked for refetch
+        (``pages=refetch``), through the engine's downloader (robots.txt, throttling,
+        retries apply), in this worker, at most ``CONCURRENT_REQUESTS`` at a time. A page
+        sampled is not fetched again as a refetch."""
         engine = self.crawler.engine
         assert engine is not None
         state = self.site.state
         sampled = {r.url for r in requests}
         self._planned = sampled
-        pending: Iterator[Request] = iter(requests)
-        if state is not None and state.pending:
-            pending = chain(pending, self._refetches(state, sampled))
         workers = max(1, self.crawler.settings.getint("CONCURRENT_REQUESTS"))
 
-        async def worker() -> None:
-            for request in pending:
-                if _REFETCH_META in request.meta:
-                    await self._refetch(engine, request)
-                else:
-                    await self._fetch(engine, request)
+        async def fetch(pending: Iterator[Request]) -> None:
+            async def worker() -> None:
+                for request in pending:
+                    if _REFETCH_META in request.meta:
+                        await self._refetch(engine, request)
+                    else:
+                        await self._fetch(engine, request)
 
-        await asyncio.gather(*(worker() for _ in range(workers)))
+            await asyncio.gather(*(worker() for _ in range(workers)))
+
+        await fetch(iter(requests))
+        more = self._escalations(sampled)
+        if more:
+            sampled.update(r.url for r in more)
+            await fetch(iter(more))
+        if state is not None and state.pending:
+            await fetch(self._refetches(state, sampled))
         links = self.links
         if links.active:
             # After the samples and refetches: a link to one of them finds it fetched.
             proxy = getattr(self.crawler.spider, "_proxy_meta", None) or {}
             await links.crawl(engine, workers, proxy)
+
+    def _escalations(self, fetched: set[str]) -> list[Request]:
+        """More pages for the segments whose verdict the sample left undecided (the Wilson
+        interval straddles the bar, or too few pages carried evidence): each is sampled
+        up to ``ESCALATED_SAMPLE`` (60) pages, the first sample's pages included; all of
+        them together at most ``SITEMAPCRAWL_SAMPLE_SITE_BUDGET`` more pages."""
+        wanted: dict[str, tuple[SegmentRecord, list[SampledUrl]]] = {}
+        for record in self.site.segments.values():
+            sampler = record.sampler
+            if sampler is None or record.panel_only or not sampler.reserve:
+                continue
+            if not self._judge(record)[3].evidence.get("escalate"):
+                continue
+            more = [
+                s for s in sampler.sample(sampler.budget + sampler.reserve) if s.url not in fetched
+            ]
+            if more:
+                wanted[record.name] = (record, more)
+        if not wanted:
+            return []
+        sizes = {name: len(more) for name, (_, more) in wanted.items()}
+        budgets = allocate(sizes, self.site_budget)
+        requests = [
+            self._sample_request(record, sampled)
+            for name, (record, more) in sorted(wanted.items())
+            for sampled in more[: budgets[name]]
+        ]
+        stats = self.crawler.stats
+        assert stats is not None
+        stats.inc_value(_P + "escalated_segment_count", len(wanted))
+        stats.inc_value(_P + "escalated_count", len(requests))
+        stats.inc_value(_P + "requested_count", len(requests))
+        return requests
 
     def _refetches(self, state: CrawlState, sampled: set[str]) -> Iterator[Request]:
         """The pages marked for refetch, conditional (``If-None-Match`` /
@@ -623,28 +675,7 @@ class PageSamplingPipeline:
         by_segment = self._segment_coverage()
         for record in sorted(self.site.segments.values(), key=lambda r: r.name):
             t_ref = record.t_ref or self.site.started
-            l0 = record.accumulator.result(
-                t_ref,
-                sitemap_last_modified=record.sitemap_last_modified,
-                index_lastmod=record.index_lastmod,
-                news=record.news,
-            )
-            outcomes = [s["outcome"] for s in record.samples]
-            if record.panel_only:  # fetched for the cross-run score, not an L1 sample
-                outcomes = []
-            moves = (
-                state.cluster_moves(record.name, l0.as_dict().get("cluster_centre"))
-                if state is not None
-                else None
-            )
-            problems = Counter(p for s in record.samples for p in s.get("problems", ()))
-            verdict = static_verdict(
-                l0,
-                outcomes,
-                t_ref,
-                generation_ruled_out=moves is not None and moves < 2,
-                problems=problems,
-            )
+            l0, outcomes, problems, verdict = self._judge(record)
             name, reason, evidence = verdict.name, verdict.reason, verdict.evidence
             offset = site_utc_offset(
                 m["raw"] for m in (s.get("page_modified") for s in record.samples) if m
@@ -744,6 +775,34 @@ class PageSamplingPipeline:
             state=state.describe() if state is not None else {},
             coverage=self._coverage(values),
         )
+
+    def _judge(self, record: SegmentRecord) -> tuple[SegmentL0, list[str], Counter[str], Verdict]:
+        """A segment's single-run verdict from its L0 metrics and its sampled pages."""
+        t_ref = record.t_ref or self.site.started
+        l0 = record.accumulator.result(
+            t_ref,
+            sitemap_last_modified=record.sitemap_last_modified,
+            index_lastmod=record.index_lastmod,
+            news=record.news,
+        )
+        outcomes = [s["outcome"] for s in record.samples]
+        if record.panel_only:  # fetched for the cross-run score, not an L1 sample
+            outcomes = []
+        state = self.site.state
+        moves = (
+            state.cluster_moves(record.name, l0.as_dict().get("cluster_centre"))
+            if state is not None
+            else None
+        )
+        problems = Counter(p for s in record.samples for p in s.get("problems", ()))
+        verdict = static_verdict(
+            l0,
+            outcomes,
+            t_ref,
+            generation_ruled_out=moves is not None and moves < 2,
+            problems=problems,
+        )
+        return l0, outcomes, problems, verdict
 
     def _segment_coverage(self) -> dict[str, dict[str, Any]] | None:
         """Per segment coverage when links were followed, else None."""

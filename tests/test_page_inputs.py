@@ -205,3 +205,70 @@ async def test_every_bad_page_is_counted_and_reasoned_about(
     assert "/p/moved.html" in requests
     assert requests.count("/p/agree.html") == 1
     assert requests.count("/_/status/500") == 2  # RETRY_TIMES = 1
+
+
+@deferred_f_from_coro_f
+async def test_an_undecided_sample_is_escalated_to_60_pages(tmp_path: Path) -> None:
+    """27 of the first 30 pages agree: the Wilson interval straddles 0.80, so the segment
+    gets 30 more pages (the same seeded sample, extended) and is judged on 60; a segment
+    whose 30 pages all agree is not escalated."""
+    from sitemapcrawl.sitemaps.dates import parse_lastmod
+    from sitemapcrawl.verify.sampling import SegmentSampler
+
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    (tmp_path / "sitemaps").mkdir()
+    (tmp_path / "sitemap_index.xml").write_text(
+        '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<sitemap><loc>{base}/sitemaps/mixed.xml</loc></sitemap>"
+        "<sitemap><loc>{base}/sitemaps/fine.xml</loc></sitemap></sitemapindex>"
+    )
+    (tmp_path / "robots.txt").write_text("User-agent: *\nSitemap: {base}/sitemap_index.xml\n")
+    with MockServer(root=tmp_path) as server:
+        disagree: set[str] = set()
+        for name in ("mixed", "fine"):
+            # lastmods 30-129 days old: one stratum, whatever the second the crawl runs
+            lastmods = {f"{server.base}/{name}/{i}.html": now - (30 + i) * DAY for i in range(100)}
+            if name == "mixed":
+                sampler = SegmentSampler(
+                    f"sitemapcrawl:/sitemaps/{name}.xml", budget=30, panel=10, now=now
+                )
+                for url, moment in lastmods.items():
+                    sampler.offer(url, parse_lastmod(iso(moment)))
+                first = sorted(s.url for s in sampler.sample())
+                disagree = set(first[:3])  # 3 of the first 30: modified 5 days earlier
+            for url, moment in lastmods.items():
+                modified = moment - 5 * DAY if url in disagree else moment
+                path = tmp_path / url.removeprefix(server.base + "/")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(html(jsonld(dateModified=iso(modified))))
+            rows = "".join(
+                f"<url><loc>{url}</loc><lastmod>{iso(moment)}</lastmod></url>"
+                for url, moment in lastmods.items()
+            )
+            (tmp_path / "sitemaps" / f"{name}.xml").write_text(
+                f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{rows}</urlset>'
+            )
+        items, report, crawler = await crawl_with_report(
+            origin=server.base, sample="on", links="off"
+        )
+        requests = server.requests()
+    assert len(items) == 200
+    assert report is not None
+    segments = {s["segment"]: s for s in report["segments"]}
+    mixed, fine = segments["/sitemaps/mixed.xml"], segments["/sitemaps/fine.xml"]
+    assert (mixed["verdict"], mixed["reason"]) == (
+        "PROVISIONAL",
+        "57 of 60 sampled pages agree (Wilson lower bound 0.86 >= 0.80).",
+    )
+    assert mixed["outcomes"] == {"AGREE": 57, "LASTMOD_NEWER": 3}
+    assert {s["url"] for s in mixed["samples"]} >= set(first)
+    assert (fine["verdict"], fine["reason"]) == (
+        "PROVISIONAL",
+        "30 of 30 sampled pages agree (Wilson lower bound 0.89 >= 0.80).",
+    )
+    stats = our_stats(crawler)
+    assert stats["sitemapcrawl/sample/requested_count"] == 90
+    assert stats["sitemapcrawl/sample/escalated_segment_count"] == 1
+    assert stats["sitemapcrawl/sample/escalated_count"] == 30
+    pages = [r for r in requests if r.startswith(("/mixed/", "/fine/"))]
+    assert len(pages) == len(set(pages)) == 90  # each sampled page fetched once

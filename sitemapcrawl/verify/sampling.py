@@ -5,7 +5,9 @@ Pure Python, standard library only; never imports scrapy or twisted. Follows
 
 * about 30 pages per segment (``budget``), at most about 150 per site
   (:func:`allocate`); escalate to 60 when a Wilson interval straddles a
-  threshold (the caller raises ``budget``);
+  threshold: a sampler made with ``reserve`` keeps ``budget + reserve``
+  candidates per stratum, and ``sample(budget + reserve)`` extends the first
+  sample (the caller fetches the pages it does not have yet);
 * strata by lastmod age relative to the server clock, with fixed shares:
   ``recent`` (<= 7 days, future values included) 40 %, ``year`` (7 days - 1
   year) 30 %, ``old`` (> 1 year) 30 %, and ``none`` (no or unparseable
@@ -165,18 +167,22 @@ class SegmentSampler:
         panel: int = DEFAULT_PANEL,
         *,
         now: datetime,
+        reserve: int = 0,
     ) -> None:
-        if budget < 0 or panel < 0:
-            raise ValueError(f"budget and panel must be >= 0, got {budget} and {panel}")
+        if budget < 0 or panel < 0 or reserve < 0:
+            raise ValueError(
+                f"budget, panel and reserve must be >= 0, got {budget}, {panel} and {reserve}"
+            )
         self.seed = seed
         self._key = _seed_key(seed)
         self.budget = budget
+        self.reserve = reserve
         self.panel = min(panel, budget)
         now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
         self.now = now
         self._recent_from = now - RECENT_AGE
         self._year_from = now - YEAR_AGE
-        self._strata = {name: _BottomK(budget) for name in STRATA}
+        self._strata = {name: _BottomK(budget + reserve) for name in STRATA}
         self._panel = _BottomK(self.panel)
         self._population = dict.fromkeys(STRATA, 0)
 
@@ -210,23 +216,25 @@ class SegmentSampler:
         return dict(self._population)
 
     def state_size(self) -> int:
-        """Entries held in memory: at most ``4 * budget + panel``."""
+        """Entries held in memory: at most ``4 * (budget + reserve) + panel``."""
         return sum(len(b) for b in self._strata.values()) + len(self._panel)
 
-    def targets(self) -> dict[str, int]:
-        """Pages per stratum, summing to ``min(budget, URLs offered)``.
+    def targets(self, budget: int | None = None) -> dict[str, int]:
+        """Pages per stratum, summing to ``min(budget, URLs offered)`` (``budget``: the
+        sampler's own, or up to ``budget + reserve`` for an escalated sample).
 
         The panel is not taken into account here; :meth:`sample` moves pages
         between strata when the panel over-fills one.
         """
+        budget = self._budget(budget)
         pop = self._population
-        total = min(self.budget, sum(pop.values()))
+        total = min(budget, sum(pop.values()))
         target = dict.fromkeys(STRATA, 0)
         if not total:
             return target
         dated = [name for name in SHARES if pop[name]]
         if pop["none"]:
-            wanted = min(NONE_MAX, max(NONE_MIN, round(NONE_SHARE * self.budget)))
+            wanted = min(NONE_MAX, max(NONE_MIN, round(NONE_SHARE * budget)))
             # Undated pages never take more than half a sample with dated pages.
             target["none"] = min(wanted, pop["none"], total // 2 if dated else total)
         rest = total - target["none"]
@@ -251,9 +259,29 @@ class SegmentSampler:
                     excess -= 1
         return target
 
-    def sample(self) -> list[SampledUrl]:
-        """The sample: panel first, then each stratum by increasing hash."""
-        target = self.targets()
+    def _budget(self, budget: int | None) -> int:
+        if budget is None:
+            return self.budget
+        if not 0 <= budget <= self.budget + self.reserve:
+            raise ValueError(f"budget {budget} is not within 0..{self.budget + self.reserve}")
+        return budget
+
+    def sample(self, budget: int | None = None) -> list[SampledUrl]:
+        """The sample: panel first, then each stratum by increasing hash. ``budget``
+        (at most ``budget + reserve``) escalates it: each stratum's pages are the same
+        smallest hashes, more of them.
+
+        >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
+        >>> now = datetime(2024, 6, 1, tzinfo=UTC)
+        >>> sampler = SegmentSampler("s", budget=10, panel=3, now=now, reserve=10)
+        >>> for i in range(100):
+        ...     sampler.offer(f"https://a.example/{i}", parse_lastmod(f"2024-{i % 12 + 1:02d}-02"))
+        >>> first, wider = sampler.sample(), sampler.sample(20)
+        >>> len(first), len(wider), {s.url for s in first} <= {s.url for s in wider}
+        (10, 20, True)
+        """
+        budget = self._budget(budget)
+        target = self.targets(budget)
         panel = {url for _, url, _ in self._panel.items()}
         picked: dict[str, list[tuple[int, str, LastMod | None]]] = {}
         in_panel: dict[str, int] = {}
@@ -265,7 +293,7 @@ class SegmentSampler:
         # the strata with the most non-panel pages.
         for name in STRATA:
             target[name] = max(target[name], in_panel[name])
-        while sum(target.values()) > min(self.budget, sum(self._population.values())):
+        while sum(target.values()) > min(budget, sum(self._population.values())):
             donor = max(STRATA, key=lambda n: (target[n] - in_panel[n], -STRATA.index(n)))
             target[donor] -= 1
         out: list[SampledUrl] = []

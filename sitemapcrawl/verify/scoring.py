@@ -909,7 +909,8 @@ def static_verdict(
     >>> now = datetime(2024, 6, 1, tzinfo=UTC)
     >>> acc = SegmentL0Accumulator()
     >>> for day in range(1, 31):
-    ...     acc.add(parse_lastmod(f"2024-04-{day:02d}T08:00:00Z"))
+    ...     for hour in (8, 9, 10):  # 90 URLs: 30 sampled, 60 could be
+    ...         acc.add(parse_lastmod(f"2024-04-{day:02d}T{hour:02d}:00:00Z"))
     >>> v = static_verdict(acc.result(now), ["AGREE"] * 27 + ["LASTMOD_NEWER"] * 3, now)
     >>> v.name
     'UNVERIFIABLE'
@@ -1080,10 +1081,10 @@ def static_verdict(
         reason = (
             f"Only {n_ev} of {n_sampled} sampled pages carry page evidence (< {MIN_N_EV}{unread})."
         )
-        extra = {"escalate": n_sampled < ESCALATED_SAMPLE}
+        extra = {"escalate": n_sampled < min(ESCALATED_SAMPLE, l0.n)}
     else:
         name = "UNVERIFIABLE"
-        escalate = hi >= PROVISIONAL_LB and n_sampled < ESCALATED_SAMPLE
+        escalate = hi >= PROVISIONAL_LB and n_sampled < min(ESCALATED_SAMPLE, l0.n)
         tail = (
             f"; escalate the sample to {ESCALATED_SAMPLE} pages."
             if escalate
