@@ -89,6 +89,7 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_STATE_PATH": ".scrapy/sitemapcrawl/state.sqlite",  # argument: state
     "SITEMAPCRAWL_CONDITIONAL_SITEMAPS": True,  # If-None-Match / If-Modified-Since; 304 replays
     "SITEMAPCRAWL_INDEX_TRUST_MIN": 3,  # agreeing child changes before index lastmod skips
+    "SITEMAPCRAWL_INDEX_AUDIT_SHARE": 0.1,  # skippable children fetched anyway, to check
     # Incremental runs (argument since=ISO|last; pages=refetch fetches what is marked)
     "SITEMAPCRAWL_INCREMENTAL_THETA": 0.3,  # refetch when P(changed) >= this (untrusted)
     "SITEMAPCRAWL_INCREMENTAL_MAX_AGE_DAYS": 30.0,  # refetch at least this often

@@ -815,15 +815,18 @@ class CrawlState:
         index_lastmod: str | None,
         parent: str | None,
         complete: bool,
-    ) -> None:
+    ) -> str | None:
         """A sitemap file read on this run. Only a complete read keeps validators (a
-        truncated or faulty file is fetched whole next time)."""
+        truncated or faulty file is fetched whole next time). Returns what the read says
+        about the index that listed the file: ``agree`` (its content changed and its index
+        lastmod moved), ``miss`` (changed, the index lastmod stood still), else None."""
         self._stage()  # its URLs: merged with the next batch, or when read back
         read_at = _utc(_header(response, b"Date")) or dt.datetime.now(dt.UTC)
         built = _utc(_header(response, b"Last-Modified"))
         self.sitemap_as_of[url] = min(built, read_at) if built is not None else read_at
         prev = self.store.sitemap(self.origin, url)
         digest = hashlib.blake2b(body, digest_size=16).hexdigest()
+        check = None
         if parent is not None and prev is not None and prev.body_hash is not None:
             content_changed = prev.body_hash != digest
             lastmod_moved = prev.index_lastmod != index_lastmod
@@ -831,8 +834,10 @@ class CrawlState:
             if parent_state is not None and content_changed:
                 if lastmod_moved:
                     parent_state.lastmod_agree += 1
+                    check = "agree"
                 else:
                     parent_state.lastmod_miss += 1
+                    check = "miss"
                 self.store.save_sitemap(self.origin, parent_state.run_id, parent_state)
         etag = response.headers.get(b"ETag")
         modified = response.headers.get(b"Last-Modified")
@@ -855,6 +860,7 @@ class CrawlState:
         )
         if complete:
             self.store.save_body(self.origin, url, body, encoding)
+        return check
 
     def save_children(self, index_url: str, children: list[tuple[str, str | None]]) -> None:
         self.store.save_children(self.origin, index_url, children)
@@ -865,6 +871,10 @@ class CrawlState:
     def stored_body(self, url: str) -> tuple[bytes, str] | None:
         """The body of ``url`` as last downloaded completely, and its Content-Encoding."""
         return self.store.body(self.origin, url)
+
+    def index_audit_draw(self, url: str) -> float:
+        """This run's reproducible draw for auditing a skippable child sitemap."""
+        return audit_draw(self.seed + "\0index", self.run_id, url)
 
     def index_trusted(self, index_url: str, minimum: int) -> bool:
         """An index whose ``<lastmod>`` moved every time a child's content changed, at least

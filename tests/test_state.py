@@ -386,7 +386,11 @@ async def test_trusted_index_lastmod_skips_unchanged_children(
 ) -> None:
     built, server = site
     state = tmp_path / "state.sqlite"
-    settings = {"SITEMAPCRAWL_INDEX_TRUST_MIN": 1, "SITEMAPCRAWL_CONDITIONAL_SITEMAPS": False}
+    settings = {
+        "SITEMAPCRAWL_INDEX_TRUST_MIN": 1,
+        "SITEMAPCRAWL_CONDITIONAL_SITEMAPS": False,
+        "SITEMAPCRAWL_INDEX_AUDIT_SHARE": 0,  # no child is fetched to check the index
+    }
     await run(server, state, settings)
     built.edit(0)  # posts.xml changes and its index lastmod moves: one agreement
     _, _, crawler2, log2 = await run(server, state, settings)
@@ -407,6 +411,61 @@ async def test_trusted_index_lastmod_skips_unchanged_children(
     replayed = [i for i in items3 if i["segment"] == PAGES_SEG]
     assert {i["sitemap"] for i in replayed} == {f"{server.base}/sitemaps/pages.xml"}
     assert {i["sitemap_lastmod"] for i in replayed} == {iso(built.index_lastmod["pages"])}
+
+
+@deferred_f_from_coro_f
+async def test_a_skippable_child_is_audited_and_a_stale_index_loses_its_trust(
+    site: tuple[Site, MockServer], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The index has earned trust, then a child changes while the index's lastmod for it
+    stands still. The audit fetches that child anyway (``SITEMAPCRAWL_INDEX_AUDIT_SHARE``
+    = 1: every skippable child), finds it changed, keeps its new URL, says so once, and
+    the index's lastmods skip nothing any more."""
+    built, server = site
+    state = tmp_path / "state.sqlite"
+    settings = {
+        "SITEMAPCRAWL_INDEX_TRUST_MIN": 1,
+        "SITEMAPCRAWL_CONDITIONAL_SITEMAPS": False,
+        "SITEMAPCRAWL_INDEX_AUDIT_SHARE": 1,
+    }
+    await run(server, state, settings)
+    built.edit(0)  # posts.xml changes and its index lastmod moves: the index is trusted
+    await run(server, state, settings)
+    pages = (built.root / "sitemaps" / "pages.xml").read_text()
+    (built.root / "sitemaps" / "pages.xml").write_text(
+        pages.replace("</urlset>", "<url><loc>{base}/pages/new</loc></url></urlset>")
+    )
+    caplog.clear()
+    items3, report3, crawler3, log3 = await run(server, state, settings)
+    assert set(sitemap_requests(log3)) == {
+        "/sitemap_index.xml",
+        "/sitemaps/posts.xml",
+        "/sitemaps/pages.xml",
+    }
+    stats3 = our_stats(crawler3)
+    assert (
+        stats3["sitemapcrawl/state/audited_children_count"] == 2
+    )  # posts.xml and pages.xml: both skippable
+    assert stats3["sitemapcrawl/state/index_lastmod_miss_count"] == 1
+    assert "sitemapcrawl/state/skipped_children_count" not in stats3
+    assert f"{server.base}/pages/new" in {i["url"] for i in items3}
+    warnings = [r.getMessage() for r in caplog.records if "index did not" in r.getMessage()]
+    assert warnings == [
+        f"{server.base}/sitemap_index.xml: child {server.base}/sitemaps/pages.xml changed "
+        "while its <lastmod> in the index did not: this index's lastmods no longer let "
+        "children be skipped"
+    ]
+    assert [f["code"] for f in report3["faults"]] == ["index_lastmod_miss"]
+    # run 4: nothing changed, but the index has missed once: every child is fetched
+    _, _, crawler4, log4 = await run(server, state, settings)
+    assert set(sitemap_requests(log4)) == {
+        "/sitemap_index.xml",
+        "/sitemaps/posts.xml",
+        "/sitemaps/pages.xml",
+    }
+    stats4 = our_stats(crawler4)
+    assert "sitemapcrawl/state/audited_children_count" not in stats4
+    assert "sitemapcrawl/state/skipped_children_count" not in stats4
 
 
 @deferred_f_from_coro_f

@@ -291,6 +291,7 @@ class SitemapCrawlSpider(SitemapSpider):
         self._policies: dict[str, ScopePolicy] = {}
         self._conditional = settings.getbool("SITEMAPCRAWL_CONDITIONAL_SITEMAPS")
         self._index_trust_min = settings.getint("SITEMAPCRAWL_INDEX_TRUST_MIN")
+        self._index_audit = settings.getfloat("SITEMAPCRAWL_INDEX_AUDIT_SHARE")
         self.crawl_state: CrawlState | None = None
 
     def _open_state(self) -> None:
@@ -827,7 +828,7 @@ class SitemapCrawlSpider(SitemapSpider):
                 or "download_stopped" in response.flags
                 or "dataloss" in response.flags
             )
-            self.crawl_state.sitemap_read(
+            check = self.crawl_state.sitemap_read(
                 task.url,
                 response,
                 kind="sitemapindex" if reader.sitemaps else kind,
@@ -836,6 +837,14 @@ class SitemapCrawlSpider(SitemapSpider):
                 parent=task.parent,
                 complete=complete,
             )
+            if check == "miss" and task.parent is not None:
+                self.stats.inc_value(_P + "state/index_lastmod_miss_count")
+                self._log_once(
+                    "index_lastmod_miss",
+                    task.parent,
+                    f"child {task.url} changed while its <lastmod> in the index did not: "
+                    "this index's lastmods no longer let children be skipped",
+                )
 
     def _entries(self, reader: SitemapReader, task: SitemapTask) -> Iterator[Any]:
         children: list[SitemapRef] = []
@@ -987,8 +996,13 @@ class SitemapCrawlSpider(SitemapSpider):
                 parent=task.url,
             )
             if trusted_index and self._unchanged_child(child_task):
-                yield from self._skip_child(child_task)
-                continue
+                assert state is not None
+                if state.index_audit_draw(child_task.url) >= self._index_audit:
+                    yield from self._skip_child(child_task)
+                    continue
+                # fetched (conditionally) all the same: a child that changed while its
+                # index lastmod stood still ends the index's trust (``sitemap_read``)
+                self.stats.inc_value(_P + "state/audited_children_count")
             if request := self._sitemap_request(child_task, priority=-rank - task.depth * 1000):
                 yield request
 
