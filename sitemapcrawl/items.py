@@ -80,8 +80,9 @@ class SiteReport:
     """One per crawl, after the URL items: what was found, and whether lastmod can be trusted.
 
     ``sitemaps``: how the top-level sitemaps were found and how many files were read or
-    failed; ``urls``: URL counts; ``limits`` and ``errors``: the limits hit and the faults
-    met (from the ``sitemapcrawl/`` stats); ``segments``: per segment its URL count, the L0
+    failed, with ``files``: each top-level file, how it was found and what it held;
+    ``urls``: URL counts; ``limits`` and ``errors``: the limits hit and the faults met (from
+    the ``sitemapcrawl/`` stats); ``segments``: per segment its URL count, the L0
     dispersion metrics, the sampled pages (when sampling ran), the verdict and its reason;
     ``site_verdict``: the verdict covering most URLs and the share of URLs whose segment's
     lastmod may be used; ``sample``: the sampling budget and what was fetched; ``incremental``: on

@@ -717,11 +717,16 @@ class PageSamplingPipeline:
             origin=origin,
             generated_at=format_utc(now.replace(microsecond=0)),
             sitemaps={
-                key.removeprefix("sitemapcrawl/"): value
-                for key, value in values.items()
-                if key.startswith(
-                    ("sitemapcrawl/sitemaps/", "sitemapcrawl/robots/", "sitemapcrawl/guess/")
-                )
+                **{
+                    key.removeprefix("sitemapcrawl/"): value
+                    for key, value in values.items()
+                    if key.startswith(
+                        ("sitemapcrawl/sitemaps/", "sitemapcrawl/robots/", "sitemapcrawl/guess/")
+                    )
+                },
+                "files": sorted(
+                    getattr(spider, "top_level_files", {}).values(), key=lambda f: f["url"]
+                ),
             },
             urls={
                 "found": values.get("sitemapcrawl/urls/found_count", 0),

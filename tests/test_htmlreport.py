@@ -226,7 +226,18 @@ def hostile_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     report: dict[str, Any] = {
         "origin": f"https://evil.example/{HOSTILE}",
         "generated_at": t_ref,
-        "sitemaps": {"robots/sitemaps_count": 1, f"sitemaps/failed_count/{HOSTILE}": 2},
+        "sitemaps": {
+            "robots/sitemaps_count": 1,
+            f"sitemaps/failed_count/{HOSTILE}": 2,
+            "files": [
+                {
+                    "url": f"https://evil.example/s.xml?{HOSTILE}",
+                    "found_via": HOSTILE,
+                    "status": 404,
+                    "error": HOSTILE,
+                }
+            ],
+        },
         "urls": {"found": 3, "lastmod_present": 2},
         "limits": {HOSTILE: 1},
         "errors": {HOSTILE: 4},
@@ -301,6 +312,12 @@ def test_renderer_escapes_every_site_value() -> None:
         f'<a href="https://evil.example/p?q={escaped}" rel="noopener noreferrer nofollow">'
         in document
     )
+    # Where the sitemaps were found: one row per top-level file.
+    assert (
+        f'<tr><td><a href="https://evil.example/s.xml?{escaped}" rel="noopener noreferrer '
+        f'nofollow">https://evil.example/s.xml?{escaped}</a></td><td>{escaped}</td>'
+        f"<td>404</td><td>{escaped}</td><td>—</td><td>—</td></tr>"
+    ) in document
     # Segments and refetch reasons seen only in the items are listed too.
     assert f'<tr data-segment="{escaped}"><td class="url">{escaped}</td>' in document
     assert f'<td>refetch</td><td>{escaped}</td><td class="num">2</td>' in document

@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from sitemapcrawl.spiders.sitemap import SitemapCrawlSpider
+from tests.mockserver import MockServer
 from tests.utils.crawl import crawl, crawl_with_report, our_stats
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+    from pathlib import Path
 
-    from tests.mockserver import MockServer
 
 SERIAL = {"CONCURRENT_REQUESTS": 1}  # one request at a time: a deterministic order
 
@@ -468,3 +469,59 @@ async def test_scraped_count_is_kept_by_the_last_pipeline(
     assert files[2] < n  # the files have several URLs each, so batches are fewer
     # the URL items and the site report
     assert counts == [(n, n + 1), (n, n + 1), (n, files[2] + 1), (n, None)]
+
+
+@deferred_f_from_coro_f
+async def test_the_report_lists_the_top_level_sitemaps_and_how_they_were_found(
+    site: Callable[[str], MockServer], tmp_path: Path
+) -> None:
+    """``sitemaps.files``: every top-level sitemap file (not the children of an index), by
+    URL, how it was found, what it answered and held; a guessed location that missed is
+    not listed (``guess/miss_count`` counts it)."""
+    server = site("basic")
+    _, report, _ = await crawl_with_report(settings=SERIAL, origin=server.base)
+    assert report is not None
+    base = server.base
+    assert report["sitemaps"]["files"] == [
+        {
+            "url": f"{base}/pages.txt",
+            "found_via": "robots",
+            "status": 200,
+            "kind": "text",
+            "urls": 2,
+            "sitemaps": 0,
+        },
+        {
+            "url": f"{base}/sitemap_index.xml",
+            "found_via": "robots",
+            "status": 200,
+            "kind": "sitemapindex",
+            "urls": 0,
+            "sitemaps": 6,
+        },
+    ]
+    root = tmp_path
+    (root / "robots.txt").write_text("Sitemap: {base}/missing.xml\n")
+    (root / "sitemap.xml").write_text(
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<url><loc>{base}/a</loc></url></urlset>"
+    )
+    with MockServer(root=root) as other:
+        _, report, _ = await crawl_with_report(settings=SERIAL, origin=other.base, guess="always")
+    assert report is not None
+    assert report["sitemaps"]["files"] == [
+        {
+            "url": f"{other.base}/missing.xml",
+            "found_via": "robots",
+            "status": 404,
+            "error": "http_404",
+        },
+        {
+            "url": f"{other.base}/sitemap.xml",
+            "found_via": "guessed",
+            "status": 200,
+            "kind": "urlset",
+            "urls": 1,
+            "sitemaps": 0,
+        },
+    ]

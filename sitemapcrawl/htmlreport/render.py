@@ -621,8 +621,25 @@ def _samples_table(samples: list[Any]) -> Markup:
 
 
 def _discovery(report: Mapping[str, Any], tally: SiteTally) -> Markup:
-    stats = report.get("sitemaps") or {}
+    stats = dict(report.get("sitemaps") or {})
+    files = stats.pop("files", None) or []
     parts: list[Any] = []
+    if files:
+        titles = ("top-level sitemap", "found via", "status", "kind", "URLs", "children")
+        head = el("tr", *(el("th", title) for title in titles))
+        rows = [
+            el(
+                "tr",
+                el("td", _link(f.get("url", ""))),
+                el("td", str(f.get("found_via", ""))),
+                el("td", str(f.get("status", "—")) + (" (304)" if f.get("not_modified") else "")),
+                el("td", str(f.get("kind") or f.get("error") or "—")),
+                el("td", _num(f.get("urls"))),
+                el("td", _num(f.get("sitemaps"))),
+            )
+            for f in files
+        ]
+        parts.extend([el("h4", "Top-level sitemap files"), el("table", head, rows)])
     groups = (
         ("robots.txt", "robots/"),
         ("Guessed locations", "guess/"),

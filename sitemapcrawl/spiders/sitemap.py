@@ -65,6 +65,7 @@ _FINAL_REASONS = frozenset({"finished", "max_urls", "bad_argument", "bad_state"}
 # Sitemap requests also take 304 Not Modified (conditional requests from the state file).
 _SITEMAP_STATUSES = [304, *_ERROR_STATUSES]
 _MAX_TWICE = 50  # examples of URLs listed by several sitemaps kept for the report
+_MAX_TOP_LEVEL_LISTED = 1000  # top-level sitemap files listed in the report
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +180,8 @@ class SitemapCrawlSpider(SitemapSpider):
         self._logged: set[tuple[str, str]] = set()
         #: Each distinct fault logged (code, URL, message), for the site report.
         self.faults: list[dict[str, str]] = []
+        #: top-level sitemap files (URL -> how found, status, kind, counts) for the report
+        self.top_level_files: dict[str, dict[str, Any]] = {}
         self._closing = False
         self._report_sent = False  # the site report went out early (max_urls)
         self._in_flight = 0
@@ -702,7 +705,20 @@ class SitemapCrawlSpider(SitemapSpider):
             self._failed(task, reason, f"could not be fetched: {failure.getErrorMessage()}")
         yield from self._release(task)
 
+    def _top_level(self, task: SitemapTask, **facts: Any) -> None:
+        """What became of a top-level sitemap file (not an index's child): the report
+        lists each, with how it was found (``SiteReport.sitemaps["files"]``)."""
+        if task.depth or task.parent is not None:
+            return
+        entry = self.top_level_files.get(task.url)
+        if entry is None:
+            if len(self.top_level_files) >= _MAX_TOP_LEVEL_LISTED:
+                return
+            entry = self.top_level_files[task.url] = {"url": task.url, "found_via": task.found_via}
+        entry.update(facts)
+
     def _failed(self, task: SitemapTask, reason: str, message: str) -> None:
+        self._top_level(task, error=reason)
         self.stats.inc_value(_P + "sitemaps/failed_count")
         self.stats.inc_value(_P + f"sitemaps/failed_count/{reason}")
         self._log_once(reason, task.url, message)
@@ -771,6 +787,7 @@ class SitemapCrawlSpider(SitemapSpider):
             if task.probe:
                 self.stats.inc_value(_P + "guess/miss_count")
                 return
+            self._top_level(task, status=response.status)
             self._failed(task, f"http_{response.status}", f"answered HTTP {response.status}")
             return
         if response.status == 304:
@@ -816,11 +833,14 @@ class SitemapCrawlSpider(SitemapSpider):
             return
         if task.probe:
             self.stats.inc_value(_P + "guess/found_count")
+        self._top_level(task, status=response.status, kind=kind)
         self.stats.inc_value(_P + "sitemaps/parsed_count")
         self.stats.inc_value(_P + f"sitemaps/parsed_count/{kind}")
         if reader.decoder.layers:
             self.stats.inc_value(_P + "sitemaps/gzip_count")
         yield from self._entries(reader, task)
+        if not task.depth:
+            self._top_level(task, urls=reader.urls, sitemaps=reader.sitemaps)
         if self.crawl_state is not None:
             complete = not (
                 reader.faults
@@ -1013,6 +1033,7 @@ class SitemapCrawlSpider(SitemapSpider):
         read completely, as if it had been downloaded again."""
         state = self.crawl_state
         stored = state.stored_body(task.url) if state is not None else None
+        self._top_level(task, not_modified=True)
         if state is None or stored is None:
             self._failed(task, "http_304", "answered 304 Not Modified without a stored copy")
             return
