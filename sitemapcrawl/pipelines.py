@@ -603,7 +603,12 @@ class PageSamplingPipeline:
             )
             result.update(
                 page_modified=(
-                    {"source": best.source, "field": best.field, "raw": best.raw}
+                    {
+                        "source": best.source,
+                        "field": best.field,
+                        "raw": best.raw,
+                        "precision": best.value.precision if best.value else None,
+                    }
                     if best is not None
                     else None
                 ),

@@ -272,3 +272,74 @@ async def test_an_undecided_sample_is_escalated_to_60_pages(tmp_path: Path) -> N
     assert stats["sitemapcrawl/sample/escalated_count"] == 30
     pages = [r for r in requests if r.startswith(("/mixed/", "/fine/"))]
     assert len(pages) == len(set(pages)) == 90  # each sampled page fetched once
+
+
+@deferred_f_from_coro_f
+async def test_each_syntax_gives_the_page_date_with_its_source_and_precision(
+    tmp_path: Path,
+) -> None:
+    """A crawl over pages that state their modification date in each syntax extruct reads
+    (JSON-LD in an @graph and as mainEntity, microdata, RDFa, OpenGraph) and in a plain
+    ``<meta>``: each sample says where the date came from, as written, at its precision."""
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    moment = now - 40 * DAY
+    stamp, day = iso(moment), moment.strftime("%Y-%m-%d")
+    graph = {
+        "@context": "https://schema.org",
+        "@graph": [{"@type": "WebSite", "name": "x"}, {"@type": "Article", "dateModified": stamp}],
+    }
+    main_entity = {
+        "@context": "https://schema.org",
+        "@type": "WebPage",
+        "mainEntity": {"@type": "Article", "dateModified": stamp},
+    }
+    heads = {
+        "graph": f'<script type="application/ld+json">{json.dumps(graph)}</script>',
+        "main-entity": f'<script type="application/ld+json">{json.dumps(main_entity)}</script>',
+        "opengraph": f'<meta property="og:updated_time" content="{stamp}">',
+        "meta": f'<meta name="dcterms.modified" content="{day}">',
+    }
+    bodies = {
+        "microdata": (
+            '<div itemscope itemtype="https://schema.org/Article">'
+            f'<meta itemprop="dateModified" content="{stamp}"><p>Some article text.</p></div>'
+        ),
+        "rdfa": (
+            '<div vocab="https://schema.org/" typeof="Article">'
+            f'<meta property="dateModified" content="{stamp}"><p>Some article text.</p></div>'
+        ),
+    }
+    (tmp_path / "p").mkdir()
+    rows = []
+    for name in [*heads, *bodies]:
+        path = tmp_path / "p" / f"{name}.html"
+        if name in heads:
+            path.write_text(html(heads[name]))
+        else:
+            path.write_text(html(body=bodies[name]))
+        os.utime(path, (moment.timestamp(), moment.timestamp()))
+        lastmod = day if name == "meta" else stamp
+        rows.append(f"<url><loc>{{base}}/p/{name}.html</loc><lastmod>{lastmod}</lastmod></url>")
+    (tmp_path / "sitemap.xml").write_text(
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{"".join(rows)}</urlset>'
+    )
+    (tmp_path / "robots.txt").write_text("Sitemap: {base}/sitemap.xml\n")
+    with MockServer(root=tmp_path) as server:
+        _, report, _ = await crawl_with_report(origin=server.base, sample="on", links="off")
+    assert report is not None
+    (segment,) = report["segments"]
+    got = {
+        s["url"].rsplit("/", 1)[1]: (s["outcome"], s["page_modified"]) for s in segment["samples"]
+    }
+    second = {"raw": stamp, "precision": "second"}
+    assert got == {
+        "graph.html": ("AGREE", {"source": "json-ld", "field": "dateModified", **second}),
+        "main-entity.html": ("AGREE", {"source": "json-ld", "field": "dateModified", **second}),
+        "microdata.html": ("AGREE", {"source": "microdata", "field": "dateModified", **second}),
+        "rdfa.html": ("AGREE", {"source": "rdfa", "field": "dateModified", **second}),
+        "opengraph.html": ("AGREE", {"source": "opengraph", "field": "og:updated_time", **second}),
+        "meta.html": (
+            "AGREE",
+            {"source": "meta", "field": "dcterms.modified", "raw": day, "precision": "day"},
+        ),
+    }

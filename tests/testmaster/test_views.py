@@ -58,6 +58,7 @@ def test_the_recorded_sitemaps() -> None:
         "source": "json-ld",
         "field": "dateModified",
         "raw": "2024-05-06T07:08:09+02:00",
+        "precision": "second",
     }
     assert agree["outcome"] == "AGREE"
 
