@@ -524,10 +524,10 @@ async def test_a_sparsely_dated_segment_is_partial_and_its_subset_unverifiable(
     urls += [Url(None, iso(history(at, i))) for i in range(8, 30)]
     segment = await crawl_segment(tmp_path, urls)
     assert segment["verdict"] == "PARTIAL"
-    subset = "Only 8 of 30 sampled pages carry page evidence (< 20)."
+    subset = "Only 8 of 8 sampled pages with a lastmod carry page evidence (< 20)."
     assert segment["reason"] == (
         "Only 8 of 30 URLs (27%) carry a lastmod; the dated subset is UNVERIFIABLE: only 8 of "
-        "30 sampled pages carry page evidence (< 20)."
+        "8 sampled pages with a lastmod carry page evidence (< 20)."
     )
     keys = ("bound", "subset_verdict", "subset_reason")
     assert evidence(segment, *COMMON, *keys) == {

@@ -1078,9 +1078,13 @@ def static_verdict(
                 f", {count} {_PROBLEM_TEXT.get(name, name)}"
                 for name, count in sorted(problems.items(), key=lambda kv: (-kv[1], kv[0]))
             )
-        reason = (
-            f"Only {n_ev} of {n_sampled} sampled pages carry page evidence (< {MIN_N_EV}{unread})."
+        undated = counts[NO_LASTMOD]
+        of = (
+            f"{n_sampled - undated} sampled pages with a lastmod"
+            if undated
+            else (f"{n_sampled} sampled pages")
         )
+        reason = f"Only {n_ev} of {of} carry page evidence (< {MIN_N_EV}{unread})."
         extra = {"escalate": n_sampled < min(ESCALATED_SAMPLE, l0.n)}
     else:
         name = "UNVERIFIABLE"
