@@ -20,7 +20,8 @@ class SitemapUrlItem:
     any of assumed_utc, date_only, future, invalid, sentinel. ``sitemap`` is the file that
     listed the URL, ``sitemap_lastmod`` the ``<lastmod>`` its parent index gave that file,
     ``segment`` the child sitemap (its path) or, for a site with one flat sitemap, the URL's
-    first path component. ``depth`` is 0 for a top-level sitemap, 1 for an index's child…
+    first path component (after the site, ``https://a.example/blog/``, when ``sitemap_urls``
+    span several sites). ``depth`` is 0 for a top-level sitemap, 1 for an index's child…
     ``found_via`` says how the top-level sitemap was found: robots, guessed or given; or
     ``links`` for a URL no sitemap lists that the link follower reached (then ``sitemap``
     is empty, ``segment`` is the URL's first path component and ``depth`` its link depth).

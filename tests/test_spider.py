@@ -525,3 +525,34 @@ async def test_the_report_lists_the_top_level_sitemaps_and_how_they_were_found(
             "sitemaps": 0,
         },
     ]
+
+
+@deferred_f_from_coro_f
+async def test_sitemaps_of_several_sites_keep_their_segments_apart(tmp_path: Path) -> None:
+    """``sitemap_urls`` on two sites (here one server under two host names), each listing
+    its own /blog/: two segments named by site, never one /blog/ judged for both."""
+    (tmp_path / "sitemap.xml").write_text(
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<url><loc>{base}/blog/a</loc><lastmod>2024-05-01</lastmod></url>"
+        "<url><loc>{base}/blog/b</loc><lastmod>2024-05-02</lastmod></url></urlset>"
+    )
+    (tmp_path / "other.xml").write_text(
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<url><loc>{alt}/blog/c</loc></url></urlset>"
+    )
+    with MockServer(root=tmp_path) as server:
+        base, alt = server.base, server.base.replace("127.0.0.1", "localhost")
+        items, report, _ = await crawl_with_report(
+            settings=SERIAL, sitemap_urls=f"{base}/sitemap.xml,{alt}/other.xml"
+        )
+    assert sorted((i["url"], i["segment"]) for i in items) == [
+        (f"{base}/blog/a", f"{base}/blog/"),
+        (f"{base}/blog/b", f"{base}/blog/"),
+        (f"{alt}/blog/c", f"{alt}/blog/"),
+    ]
+    assert report is not None
+    assert report["origin"] == f"{base}/sitemap.xml,{alt}/other.xml"
+    assert {s["segment"]: s["urls"] for s in report["segments"]} == {
+        f"{alt}/blog/": 1,
+        f"{base}/blog/": 2,
+    }

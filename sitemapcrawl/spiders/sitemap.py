@@ -14,6 +14,7 @@ import logging
 import sys
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit
 
@@ -112,6 +113,11 @@ def _first_segment(url: str) -> str:
     return "/" if end < 0 else url[start : end + 1]
 
 
+def _site_first_segment(site: str, url: str) -> str:
+    """:func:`_first_segment` after its site, for crawls over several sites."""
+    return site + _first_segment(url)
+
+
 def _file_segment(url: str, site: str) -> str:
     """A child sitemap's name as a segment: its path (and query), or its URL on another host."""
     parts = urlsplit(url)
@@ -142,6 +148,8 @@ class SitemapCrawlSpider(SitemapSpider):
     """
 
     name = "sitemap"
+    #: The sitemaps given belong to several sites (segment names then carry the site).
+    _multi_site = False
     #: Discovery only: no page requests unless a subclass sets rules.
     sitemap_rules: Sequence[tuple[re.Pattern[str] | str, str | Callable[..., Any]]] = ()
     _ARGUMENTS: ClassVar[tuple[str, ...]] = (
@@ -202,6 +210,11 @@ class SitemapCrawlSpider(SitemapSpider):
         try:
             self.origin = _http_url("origin", raw["origin"]) if raw.get("origin") else None
             self.sitemap_urls = [_http_url("sitemap_urls", u) for u in (self.sitemap_urls or ())]
+            # Sitemaps of several sites in one crawl: segment names carry their site, or the
+            # /blog/ of one would be judged together with the /blog/ of another.
+            self._multi_site = not self.origin and (
+                len({urlsplit(u).netloc.lower() for u in self.sitemap_urls}) > 1
+            )
             self.max_sitemaps = _positive_int(
                 "max_sitemaps",
                 raw.get("max_sitemaps", settings.getint("SITEMAPCRAWL_MAX_SITEMAPS")),
@@ -723,6 +736,12 @@ class SitemapCrawlSpider(SitemapSpider):
         self.stats.inc_value(_P + f"sitemaps/failed_count/{reason}")
         self._log_once(reason, task.url, message)
 
+    def _site_segment(self, name: str, site: str) -> str:
+        """``name`` (a path) qualified by its site when the crawl spans several sites."""
+        if self._multi_site and name.startswith("/"):
+            return site.rstrip("/") + name
+        return name
+
     def _log_once(self, code: str, url: str, message: str) -> None:
         if (code, url) in self._logged:
             return
@@ -876,6 +895,10 @@ class SitemapCrawlSpider(SitemapSpider):
         policy = self._policy(task.site)
         declared = task.declared_in_robots
         segment = task.segment
+        first_segment: Callable[[str], str] = _first_segment
+        if segment is None and self._multi_site:
+            first_segment = partial(_site_first_segment, task.site.rstrip("/"))
+
         parent_lastmod = task.parent_lastmod
         depth = task.depth
         found_via = task.found_via
@@ -920,7 +943,7 @@ class SitemapCrawlSpider(SitemapSpider):
                     entry.priority,
                     sitemap_url,
                     parent_lastmod,
-                    segment if segment is not None else _first_segment(loc),
+                    segment if segment is not None else first_segment(loc),
                     depth,
                     found_via,
                     entry.news,
@@ -1010,7 +1033,7 @@ class SitemapCrawlSpider(SitemapSpider):
                 url=child.loc,
                 depth=task.depth + 1,
                 parent_lastmod=child.lastmod.iso if child.lastmod else None,
-                segment=_file_segment(child.loc, task.site),
+                segment=self._site_segment(_file_segment(child.loc, task.site), task.site),
                 chain=chain,
                 probe=False,
                 parent=task.url,
