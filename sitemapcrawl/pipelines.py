@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.sitemaps.dates import LastMod
     from sitemapcrawl.state import CrawlState
     from sitemapcrawl.verification import SegmentRecord
-    from sitemapcrawl.verify.pagedates import PageEvidence
+    from sitemapcrawl.verify.pagedates import DateEvidence, PageEvidence
     from sitemapcrawl.verify.sampling import SampledUrl
     from sitemapcrawl.verify.scoring import SegmentL0, Verdict
 
@@ -602,16 +602,8 @@ class PageSamplingPipeline:
                 built=record.sitemap_last_modified,
             )
             result.update(
-                page_modified=(
-                    {
-                        "source": best.source,
-                        "field": best.field,
-                        "raw": best.raw,
-                        "precision": best.value.precision if best.value else None,
-                    }
-                    if best is not None
-                    else None
-                ),
+                page_modified=_date_evidence(best),
+                page_published=_date_evidence(published),
                 http_last_modified=(
                     evidence.http_last_modified.iso if evidence.http_last_modified else None
                 ),
@@ -872,6 +864,18 @@ def _redirect_target(response: Response) -> str | None:
     if not location:
         return None
     return safe_url_string(urljoin(response.url, location.decode("latin-1")))
+
+
+def _date_evidence(found: DateEvidence | None) -> dict[str, Any] | None:
+    """A page date for the report: where it was found, as written, at what precision."""
+    if found is None:
+        return None
+    return {
+        "source": found.source,
+        "field": found.field,
+        "raw": found.raw,
+        "precision": found.value.precision if found.value else None,
+    }
 
 
 def _failure_reason(exc: BaseException) -> str:

@@ -167,6 +167,25 @@ async def test_each_archetype_gets_its_verdict(archetypes: MockServer, tmp_path:
             "datePublished; Wilson lower bound 0.87 >= 0.10).",
         ),
     }
+    # A stale page's evidence: its modification date and the publication date its lastmod
+    # repeats, each with where it was found and its precision.
+    stale = next(s for s in report["segments"] if s["segment"] == "/sitemaps/stale.xml")
+    first = next(s for s in stale["samples"] if s["url"].endswith("/stale/0"))
+    assert (first["outcome"], first["page_modified"], first["page_published"]) == (
+        "PUBDATE_AS_LASTMOD",
+        {
+            "source": "json-ld",
+            "field": "dateModified",
+            "raw": iso(NOW - dt.timedelta(days=2)),
+            "precision": "second",
+        },
+        {
+            "source": "json-ld",
+            "field": "datePublished",
+            "raw": iso(NOW - dt.timedelta(days=700)),
+            "precision": "second",
+        },
+    )
     private = next(s for s in report["segments"] if s["segment"] == "/sitemaps/private.xml")
     assert {s["outcome"] for s in private["samples"]} == {"FETCH_FAILED:IgnoreRequest"}
     # Pages obey robots.txt: nothing under /private/ was requested; every other sampled
