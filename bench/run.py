@@ -109,32 +109,26 @@ def machine_info() -> dict:
             info["packages"][p] = metadata.version(p)
         except metadata.PackageNotFoundError:
             info["packages"][p] = None
+    head = _git("rev-parse", "--short", "HEAD")
+    info["git_head"] = None if head is None else head or "(no commits)"
+    # A run on uncommitted changes says so: its HEAD alone would not tell what ran.
+    changed = _git("status", "--porcelain", "--untracked-files=no")
+    info["git_dirty"] = None if changed is None else bool(changed)
+    return info
+
+
+def _git(*args: str) -> str | None:
+    """``git ARGS`` in the repository: its output, or None when git is not there."""
     try:
-        info["git_head"] = (
-            subprocess.run(
-                ["git", "-C", REPO_ROOT, "rev-parse", "--short", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=10,
-                check=False,
-            ).stdout.strip()
-            or "(no commits)"
-        )
-    except Exception:
-        info["git_head"] = None
-    try:
-        changed = subprocess.run(
-            ["git", "-C", REPO_ROOT, "status", "--porcelain", "--untracked-files=no"],
+        return subprocess.run(
+            ["git", "-C", REPO_ROOT, *args],
             capture_output=True,
             text=True,
             timeout=10,
             check=False,
         ).stdout.strip()
-        # A run on uncommitted changes says so: its HEAD alone would not tell what ran.
-        info["git_dirty"] = bool(changed)
     except Exception:
-        info["git_dirty"] = None
-    return info
+        return None
 
 
 # --------------------------------------------------------------------------- servers
