@@ -40,6 +40,11 @@ def rows(path: Path) -> list[dict[str, Any]]:
     return [row for row in rows if "url" in row]  # without the site report
 
 
+def reports(path: Path) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [row for row in rows if "url" not in row]
+
+
 def test_pause_and_resume_equals_an_uninterrupted_run(
     site: Callable[[str], MockServer], tmp_path: Path
 ) -> None:
@@ -66,6 +71,14 @@ def test_pause_and_resume_equals_an_uninterrupted_run(
     # robots.txt and each sitemap were fetched once over both runs.
     requests = server.requests()
     assert len(requests) == len(set(requests))
+    # The resumed run's report still lists what was found before the pause: the top-level
+    # sitemaps and the faults met (each once), as the uninterrupted run's report does.
+    (whole_report,) = reports(tmp_path / "whole.jsonl")
+    *_, resumed_report = reports(tmp_path / "parts.jsonl")
+    assert resumed_report["sitemaps"]["files"] == whole_report["sitemaps"]["files"]
+    assert sorted(map(json.dumps, resumed_report["faults"])) == sorted(
+        map(json.dumps, whole_report["faults"])
+    )
 
 
 def test_seen_urls_survive_a_new_process(tmp_path: Path) -> None:

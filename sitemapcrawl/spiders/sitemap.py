@@ -670,6 +670,11 @@ class SitemapCrawlSpider(SitemapSpider):
                 "urls_emitted": self._urls_emitted,
                 "sitemaps_scheduled": self._sitemaps_scheduled,
                 "unread": [r.to_dict(spider=self) for r in unread],
+                # for the report of the run that resumes: what was found before the pause
+                "top_level_files": self.top_level_files,
+                "faults": self.faults,
+                "logged": self._logged,
+                "listed_twice": self.listed_twice,
             }
         if self.distributed and unread:
             requeue(self.crawler, self, unread)
@@ -687,6 +692,11 @@ class SitemapCrawlSpider(SitemapSpider):
         self._seen_urls = saved["seen"]
         self._urls_emitted = saved["urls_emitted"]
         self._sitemaps_scheduled = saved["sitemaps_scheduled"]
+        # (absent from the state of a version before they were kept)
+        self.top_level_files = saved.get("top_level_files", {})
+        self.faults = saved.get("faults", [])
+        self.listed_twice = saved.get("listed_twice", [])
+        self._logged = saved.get("logged", set())
         requests = [request_from_dict(d, spider=self) for d in saved["unread"]]
         logger.info(
             "Resuming: %(n)d sitemaps left unread by the interrupted run",
