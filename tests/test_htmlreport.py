@@ -251,7 +251,13 @@ def hostile_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
                 "clock_skew_seconds": 0.0,
                 "verdict": HOSTILE,
                 "reason": f"Because {HOSTILE} & more",
-                "evidence": {"n_sampled": 1, "n_ev": 1, "bound": {"proportion": HOSTILE}},
+                "evidence": {
+                    "n_sampled": 5,
+                    "n_ev": 1,
+                    "n_unread": 3,
+                    "bound": {"proportion": HOSTILE},
+                },
+                "page_problems": {HOSTILE: 2},
                 "l0": {HOSTILE: 0.5},
                 "outcomes": {},
                 "samples": [
@@ -312,6 +318,8 @@ def test_renderer_escapes_every_site_value() -> None:
         f'<a href="https://evil.example/p?q={escaped}" rel="noopener noreferrer nofollow">'
         in document
     )
+    # A segment's sample: its size, pages with evidence, unread pages and page problems.
+    assert f"5 sampled, 1 with evidence, 3 unread; 2 {escaped}" in document
     # Where the sitemaps were found: one row per top-level file.
     assert (
         f'<tr><td><a href="https://evil.example/s.xml?{escaped}" rel="noopener noreferrer '

@@ -400,7 +400,20 @@ def _sample_cells(segment: Mapping[str, Any]) -> tuple[Markup, Markup]:
     if not sampled:
         size = esc("not sampled")
     else:
-        size = join([_num(sampled), " sampled, ", _num(evidence.get("n_ev")), " with evidence"])
+        n_ev = evidence.get("n_ev")
+        parts: list[Any] = [_num(sampled), " sampled, ", _num(n_ev), " with evidence"]
+        if evidence.get("n_unread"):
+            parts += [", ", _num(evidence["n_unread"]), " unread"]
+        problems = segment.get("page_problems") or {}
+        if problems:
+            parts += [
+                "; ",
+                join(
+                    [join([_num(n), " ", str(name)]) for name, n in sorted(problems.items())],
+                    ", ",
+                ),
+            ]
+        size = join(parts)
     bound = evidence.get("bound")
     if not isinstance(bound, dict):
         return size, esc("—")
