@@ -209,14 +209,6 @@ class _DirectFields:
             and type(exporter).serialize_field is BaseItemExporter.serialize_field
         )
 
-    def _encoded(self, batch: SitemapUrlBatch) -> list[str]:
-        """Each URL of ``batch`` as the JSON text ``export_item`` would write for it."""
-        records: _RecordEncoder | None = getattr(self, "_records", None)
-        if records is not None:
-            return records.encode(batch.items)
-        encode = self.encoder.encode  # type: ignore[attr-defined]
-        return [encode(dict(zip(_FIELDS, _VALUES(entry), strict=True))) for entry in batch]
-
     def get_serialized_fields(
         self, item: Any, default_value: Any = None, include_empty: bool | None = None
     ) -> Iterable[tuple[str, Any]]:
@@ -238,12 +230,24 @@ class _DirectFields:
         super().export_item(item)  # type: ignore[misc]
 
 
-class SitemapJsonLinesItemExporter(_DirectFields, JsonLinesItemExporter):
-    """JSON Lines (``.jsonl``, ``.jl``): nested fields kept as JSON."""
+class _JsonRecords(_DirectFields):
+    """The JSON exporters' batch encoding: one record per URL, through ``_RecordEncoder``
+    where the exporter's encoder allows it."""
 
     def __init__(self, file: Any, **kwargs: Any) -> None:
-        super().__init__(file, **kwargs)
-        self._records = _RecordEncoder.for_encoder(self.encoder)
+        super().__init__(file, **kwargs)  # type: ignore[call-arg]
+        self._records = _RecordEncoder.for_encoder(self.encoder)  # type: ignore[attr-defined]
+
+    def _encoded(self, batch: SitemapUrlBatch) -> list[str]:
+        """Each URL of ``batch`` as the JSON text ``export_item`` would write for it."""
+        if self._records is not None:
+            return self._records.encode(batch.items)
+        encode = self.encoder.encode  # type: ignore[attr-defined]
+        return [encode(dict(zip(_FIELDS, _VALUES(entry), strict=True))) for entry in batch]
+
+
+class SitemapJsonLinesItemExporter(_JsonRecords, JsonLinesItemExporter):
+    """JSON Lines (``.jsonl``, ``.jl``): nested fields kept as JSON."""
 
     def export_item(self, item: Any) -> None:
         if type(item) is SitemapUrlBatch and self._plain():
@@ -254,12 +258,8 @@ class SitemapJsonLinesItemExporter(_DirectFields, JsonLinesItemExporter):
         super().export_item(item)
 
 
-class SitemapJsonItemExporter(_DirectFields, JsonItemExporter):
+class SitemapJsonItemExporter(_JsonRecords, JsonItemExporter):
     """A JSON array (``.json``): nested fields kept as JSON."""
-
-    def __init__(self, file: Any, **kwargs: Any) -> None:
-        super().__init__(file, **kwargs)
-        self._records = _RecordEncoder.for_encoder(self.encoder)
 
     def export_item(self, item: Any) -> None:
         if type(item) is SitemapUrlBatch and self._plain():

@@ -56,6 +56,20 @@ LINK_META = "sitemapcrawl_link"  # the link depth of a page request made by the 
 _P = "sitemapcrawl/links/"
 
 
+def redirect_target(response: Response) -> str | None:
+    """Where a 3xx response sends us (``Location`` made absolute), or None."""
+    if not 300 <= response.status < 400:
+        return None
+    location = response.headers.get(b"Location")
+    return urljoin(response.url, location.decode("latin-1")) if location else None
+
+
+def over_size_cap(exc: BaseException) -> bool:
+    """Whether a fetch failed because its body was over ``download_maxsize`` (Scrapy
+    cancels such a download)."""
+    return type(exc).__name__ in ("DownloadCancelledError", "CancelledError")
+
+
 def _key(url: str) -> str:
     return canonicalize_url(url)
 
@@ -232,11 +246,9 @@ class LinkFollower:
         self.stats.inc_value(_P + f"status_count/{response.status}")
         checking = record.via == "check"  # a listed URL links did not reach: no links
         if 300 <= response.status < 400:
-            location = response.headers.get(b"Location")
-            if location:
-                record.location = urljoin(response.url, location.decode("latin-1"))
-                if not checking:
-                    self._discover(record.location, depth=record.depth + 1, linked=record.linked)
+            record.location = redirect_target(response)
+            if record.location is not None and not checking:
+                self._discover(record.location, depth=record.depth + 1, linked=record.linked)
             return
         if record.linked and record.depth and response.status >= 400:  # not the home page
             self.broken_links += 1
@@ -279,7 +291,7 @@ class LinkFollower:
         if isinstance(exc, IgnoreRequest):
             record.error = "robots"
             self.stats.inc_value(_P + "robots_count")
-        elif type(exc).__name__ in ("DownloadCancelledError", "CancelledError"):
+        elif over_size_cap(exc):
             record.error = "page_size"
             self._limit("page_size")
         else:

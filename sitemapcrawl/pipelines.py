@@ -29,7 +29,7 @@ from twisted.python.failure import Failure
 from w3lib.url import safe_url_string
 
 from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem, SiteReport
-from sitemapcrawl.linkfollow import LinkFollower
+from sitemapcrawl.linkfollow import LinkFollower, over_size_cap, redirect_target
 from sitemapcrawl.sitemaps.dates import format_utc, parse_feed_date, parse_lastmod
 from sitemapcrawl.sitemaps.scope import same_host
 from sitemapcrawl.verification import PendingReport, site_verification
@@ -44,7 +44,7 @@ from sitemapcrawl.verify.scoring import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
     from typing import Self
 
     from scrapy.core.engine import ExecutionEngine
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.sitemaps.dates import LastMod
     from sitemapcrawl.state import CrawlState
     from sitemapcrawl.verification import SegmentRecord
-    from sitemapcrawl.verify.pagedates import DateEvidence, PageEvidence
+    from sitemapcrawl.verify.pagedates import DateEvidence
     from sitemapcrawl.verify.sampling import SampledUrl
     from sitemapcrawl.verify.scoring import SegmentL0, Verdict
 
@@ -130,6 +130,7 @@ class PageSamplingPipeline:
         self.seed = settings.get("SITEMAPCRAWL_SAMPLE_SEED")
         self.page_max_size = settings.getint("SITEMAPCRAWL_PAGE_MAX_SIZE")
         self._planned: set[str] = set()  # the pages this run fetches on their own
+        self._l0: dict[str, SegmentL0] = {}  # per segment, once discovery is over
         self.redirects = (
             settings.getint("REDIRECT_MAX_TIMES") if settings.getbool("REDIRECT_ENABLED") else 0
         )
@@ -482,7 +483,7 @@ class PageSamplingPipeline:
             evidence = page_evidence(
                 response.body, response.url, _headers(response), now=self._now(response)
             )
-            self._count_problems(evidence, _R)
+            self._count_problems(evidence.problems, _R)
             fingerprint = evidence.fingerprint
             best = evidence.best_modified
             page_modified = best.value.iso if best is not None and best.value else None
@@ -585,7 +586,7 @@ class PageSamplingPipeline:
             outcome = f"HTTP_{response.status}"
         else:
             evidence = page_evidence(response.body, response.url, headers, now=t_ref)
-            self._count_problems(evidence, _P)
+            self._count_problems(evidence.problems, _P)
             best = evidence.best_modified
             if best is not None and best.value is not None:
                 page_modified = best.value.iso
@@ -609,7 +610,7 @@ class PageSamplingPipeline:
                 ),
                 etag=evidence.etag,
                 fingerprint=evidence.fingerprint,
-                problems=_problems(evidence),
+                problems=list(evidence.problems),
             )
             stats.inc_value(_P + "fetched_count")
         result["outcome"] = outcome
@@ -631,12 +632,12 @@ class PageSamplingPipeline:
                 result["change"] = observed
         record.samples.append(result)
 
-    def _count_problems(self, evidence: PageEvidence, prefix: str) -> None:
+    def _count_problems(self, problems: Iterable[str], prefix: str) -> None:
         """Count what was wrong with a page we read (broken JSON-LD, conflicting or future
         dates, a date that is the render time, not HTML, cut at the parse cap…)."""
         stats = self.crawler.stats
         assert stats is not None
-        for problem in _problems(evidence):
+        for problem in problems:
             stats.inc_value(prefix + f"problem_count/{problem}")
 
     def _page_failed(self, record: SegmentRecord, sampled: SampledUrl, reason: str) -> None:
@@ -779,14 +780,17 @@ class PageSamplingPipeline:
         )
 
     def _judge(self, record: SegmentRecord) -> tuple[SegmentL0, list[str], Counter[str], Verdict]:
-        """A segment's single-run verdict from its L0 metrics and its sampled pages."""
+        """A segment's single-run verdict from its L0 metrics and its sampled pages (the
+        metrics computed once: discovery is over, escalation and the report both judge)."""
         t_ref = record.t_ref or self.site.started
-        l0 = record.accumulator.result(
-            t_ref,
-            sitemap_last_modified=record.sitemap_last_modified,
-            index_lastmod=record.index_lastmod,
-            news=record.news,
-        )
+        l0 = self._l0.get(record.name)
+        if l0 is None:
+            l0 = self._l0[record.name] = record.accumulator.result(
+                t_ref,
+                sitemap_last_modified=record.sitemap_last_modified,
+                index_lastmod=record.index_lastmod,
+                news=record.news,
+            )
         outcomes = [s["outcome"] for s in record.samples]
         if record.panel_only:  # fetched for the cross-run score, not an L1 sample
             outcomes = []
@@ -857,13 +861,9 @@ def _as_dict(report: SiteReport) -> dict[str, Any]:
 
 
 def _redirect_target(response: Response) -> str | None:
-    """Where a 3xx response sends us (absolute), or None."""
-    if not 300 <= response.status < 400:
-        return None
-    location = response.headers.get(b"Location")
-    if not location:
-        return None
-    return safe_url_string(urljoin(response.url, location.decode("latin-1")))
+    """:func:`redirect_target` as the URL a request for it would have."""
+    target = redirect_target(response)
+    return safe_url_string(target) if target is not None else None
 
 
 def _date_evidence(found: DateEvidence | None) -> dict[str, Any] | None:
@@ -882,13 +882,4 @@ def _failure_reason(exc: BaseException) -> str:
     """A failed page fetch's outcome detail: ``page_size`` where the body was over the
     cap (Scrapy cancels the download), else the exception's name (``IgnoreRequest`` for
     robots.txt, ``TimeoutError``…)."""
-    name = type(exc).__name__
-    return "page_size" if name in ("CancelledError", "DownloadCancelledError") else name
-
-
-def _problems(evidence: PageEvidence) -> list[str]:
-    """The page's problems, with ``now_modified`` when its date is the render time."""
-    problems = list(evidence.problems)
-    if evidence.now_like:
-        problems.append("now_modified")
-    return problems
+    return "page_size" if over_size_cap(exc) else type(exc).__name__

@@ -66,7 +66,8 @@ drops every block of the page, so the blocks are re-read one by one with a
 tolerant cleanup), ``conflicting_modified`` (main-entity structured
 ``dateModified`` values disagree at their common precision),
 ``future_modified``, ``invalid_modified`` (a main-entity value did not parse),
-``modified_before_published``.
+``modified_before_published``, ``now_modified`` (the first eligible modification date is
+the render time: ``now_like``).
 """
 
 from __future__ import annotations
@@ -879,6 +880,8 @@ def _resolve(
     if best is not None:
         modified.remove(best)
         modified.insert(0, best)
+    if now_like:
+        problems.add("now_modified")
     return PageEvidence(
         modified=tuple(modified),
         published=tuple(published),

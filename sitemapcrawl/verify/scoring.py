@@ -596,7 +596,7 @@ class SegmentL0Accumulator:
             sentinel_share=share(self.n_sentinel),
             date_only_share=share(self.n_date_only),
             no_tz_share=share(self.n_no_tz),
-            burst_share=share(_densest(by_value, NEWS_BURST)) if news else None,
+            burst_share=share(_time_windows(by_value, NEWS_BURST)[0]) if news else None,
         )
 
 
@@ -622,21 +622,9 @@ def _distance(t: datetime, span: tuple[datetime, datetime]) -> float:
 _Windows = tuple[int, int, tuple[datetime, datetime] | None]
 
 
-def _densest(by_value: Counter[datetime], width: timedelta) -> int:
-    """How many values the densest closed window of ``width`` holds."""
-    values = sorted(by_value)
-    best = inside = left = 0
-    for v in values:
-        inside += by_value[v]
-        while v - values[left] > width:
-            inside -= by_value[values[left]]
-            left += 1
-        best = max(best, inside)
-    return best
-
-
-def _time_windows(by_value: Counter[datetime]) -> _Windows:
-    """Densest closed 10-minute window, best two disjoint windows, densest span.
+def _time_windows(by_value: Counter[datetime], width: timedelta = WINDOW_TIMESTAMP) -> _Windows:
+    """Densest closed window of ``width`` (10 minutes), best two disjoint windows, densest
+    span.
 
     Two pointers over the sorted distinct values: O(d log d) for d distinct
     values. Among equally dense windows the most recent one wins.
@@ -652,7 +640,7 @@ def _time_windows(by_value: Counter[datetime]) -> _Windows:
     prefix_best = [0] * (len(values) + 1)  # best window ending before index i
     left = 0
     for right, v in enumerate(values):
-        while v - values[left] > WINDOW_TIMESTAMP:
+        while v - values[left] > width:
             left += 1
         count = cum[right + 1] - cum[left]
         if count >= best:
@@ -838,7 +826,7 @@ _L0_USED = (
 )
 
 
-#: How a page problem (``pagedates.page_evidence``, the pipeline's ``now_modified``) reads
+#: How a page problem (``pagedates.page_evidence``) reads
 #: in a reason: "N <text>".
 _PROBLEM_TEXT = {
     "json-ld_invalid": "with broken JSON-LD",
@@ -1079,11 +1067,7 @@ def static_verdict(
                 for name, count in sorted(problems.items(), key=lambda kv: (-kv[1], kv[0]))
             )
         undated = counts[NO_LASTMOD]
-        of = (
-            f"{n_sampled - undated} sampled pages with a lastmod"
-            if undated
-            else (f"{n_sampled} sampled pages")
-        )
+        of = f"{n_sampled - undated} sampled pages" + (" with a lastmod" if undated else "")
         reason = f"Only {n_ev} of {of} carry page evidence (< {MIN_N_EV}{unread})."
         extra = {"escalate": n_sampled < min(ESCALATED_SAMPLE, l0.n)}
     else:
