@@ -78,7 +78,8 @@ class SitemapUrlBatch:
 
 @dataclass(slots=True)
 class SiteReport:
-    """One per crawl, after the URL items: what was found, and whether lastmod can be trusted.
+    """One per crawl, after the URL items: what was found, and whether lastmod can be trusted
+    (one per site, each with its own share, when ``sitemap_urls`` span several sites).
 
     ``sitemaps``: how the top-level sitemaps were found and how many files were read or
     failed, with ``files``: each top-level file, how it was found and what it held;

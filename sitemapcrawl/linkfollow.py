@@ -117,6 +117,8 @@ class LinkFollower:
         self.guard = UrlSpaceGuard(settings.getint("SITEMAPCRAWL_LINKS_MAX_QUERY_VARIANTS"))
         self.extractor = LinkExtractor(canonicalize=True, unique=True)
         self.site = ""
+        #: put before the segment of link-only URLs (a crawl over several sites: their site)
+        self.segment_prefix = ""
         self.policy: ScopePolicy | None = None
         #: Every URL a sitemap listed (canonical form), fed by the pipeline.
         self.listed = SeenUrls()
@@ -392,7 +394,7 @@ class LinkFollower:
         items = [
             SitemapUrlItem(
                 record.url,
-                segment=section_of(record.url),
+                segment=self.segment_prefix + section_of(record.url),
                 depth=record.depth,
                 found_via="links",
                 flags=_page_flags(record),
@@ -400,7 +402,7 @@ class LinkFollower:
             for record in self.records.values()
             if record.reachable and not record.in_sitemap
         ]
-        self.stats.set_value(_P + "emitted_count", len(items))
+        self.stats.inc_value(_P + "emitted_count", len(items))  # (one follower per site)
         return items
 
     def summary(self) -> dict[str, Any]:

@@ -52,12 +52,16 @@ class SitemapLastmodMiddleware(BaseSpiderMiddleware):
         present = missing = invalid = 0
         name: str | None = None
         record = None
+        site = self.site
         for item in items:
             if item.found_via == "links":
                 continue  # URLs found only by links have no sitemap entry to judge
             if item.segment != name or record is None:
+                if record is not None and site.sites:  # several sites: counted per site
+                    self._count(record.site, present, missing, invalid)
+                    present = missing = invalid = 0
                 name = item.segment
-                record = self.site.segment(name)
+                record = site.segment(name)
                 if response is not None:
                     record.observe_sitemap(response, item.sitemap_lastmod)
             record.urls += 1
@@ -73,11 +77,15 @@ class SitemapLastmodMiddleware(BaseSpiderMiddleware):
                     invalid += 1
                 else:
                     present += 1
+        self._count(record.site if record is not None else "", present, missing, invalid)
+
+    def _count(self, site: str, present: int, missing: int, invalid: int) -> None:
         stats = self.crawler.stats
         assert stats is not None
         for key, count in (("present", present), ("missing", missing), ("invalid", invalid)):
             if count:
                 stats.inc_value(f"{_P}{key}_count", count)
+                self.site.count(site, f"{_P}{key}_count", count)
 
 
 class SitemapBatchMiddleware:

@@ -138,10 +138,13 @@ class PageSamplingPipeline:
         self.report_path = Path(report_path) if report_path else None
         self.phase = "discovery"
         self._due: dict[str, bool] = {}
+        self._report_requested = False  # the report's request went to the engine
         self._note_links: bool | None = None
-        self.report: SiteReport | None = None
+        #: the reports built, by site root ("" for a crawl of one site)
+        self.reports: dict[str, SiteReport] = {}
         self._links_setting = settings.get("SITEMAPCRAWL_LINKS")
-        self._links: LinkFollower | None = None
+        #: the link followers by site root ("" for a crawl of one site)
+        self._followers: dict[str, LinkFollower] = {}
         self.site.closing_report = self._final_report
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -160,13 +163,30 @@ class PageSamplingPipeline:
             self._sampling = self._sampling_setting if chosen is None else bool(chosen)
         return self._sampling
 
+    def _follower(self, site: str) -> LinkFollower:
+        """The link follower of ``site`` ("" in a crawl of one site; in a crawl over several,
+        each site has its own, with its own page budget and coverage), in the mode of the
+        spider's ``links`` argument, else of the setting."""
+        found = self._followers.get(site)
+        if found is None:
+            mode = getattr(self.crawler.spider, "links_mode", None) or self._links_setting
+            found = self._followers[site] = LinkFollower(self.crawler, str(mode))
+        return found
+
     @property
     def links(self) -> LinkFollower:
-        """The crawl's link follower (the spider's ``links`` argument, else the setting)."""
-        if self._links is None:
-            mode = getattr(self.crawler.spider, "links_mode", None) or self._links_setting
-            self._links = LinkFollower(self.crawler, str(mode))
-        return self._links
+        """The crawl's link follower (the first site's in a crawl over several: the mode is
+        the same for all)."""
+        sites = self.site.sites
+        return self._follower(sites[0] if sites else "")
+
+    def _links_of(self, url: str) -> LinkFollower | None:
+        """The link follower that is told about the page ``url``, when links are followed."""
+        found = self._followers.get(urljoin(url, "/") if self.site.sites else "")
+        return found if found is not None and found.active else None
+
+    def _following(self) -> list[LinkFollower]:
+        return [follower for follower in self._followers.values() if follower.active]
 
     @property
     def pages_fetched(self) -> bool:
@@ -181,7 +201,7 @@ class PageSamplingPipeline:
         elif type(item) is SitemapUrlItem:
             self._url_item(item)
         elif type(item) is PendingReport and self.site.closing_report is not None:
-            return self.site.closing_report()
+            return self.site.closing_report(item)
         return item
 
     def _noting_links(self) -> bool:
@@ -201,7 +221,7 @@ class PageSamplingPipeline:
         if item.found_via == "links":
             return
         if self._noting_links():
-            self.links.note_listed(item)
+            self._follower(self.site.site_of(item.segment)).note_listed(item)
         state = self.site.state
         if state is not None:
             record = self.site.segment(item.segment)
@@ -229,9 +249,9 @@ class PageSamplingPipeline:
                             # not re-judged on its pages, but its panel is re-fetched: the
                             # random observations the cross-run score needs (§5d)
                             record.panel_only = True
-                            stats.inc_value(_P + "panel_segment_count")
+                            self._inc(record.site, _P + "panel_segment_count")
                         else:
-                            stats.inc_value(_P + "skipped_segment_count")
+                            self._inc(record.site, _P + "skipped_segment_count")
                 if not due and not record.panel_only:
                     return
             if record.sampler is None:
@@ -263,6 +283,11 @@ class PageSamplingPipeline:
                 fetching.addBoth(self._sampled)
                 raise DontCloseSpider
             self._schedule_report()
+        elif self.phase == "report" and self._report_requested:
+            # The report's request was processed without building it: its callback or a
+            # spider middleware raised (Scrapy logged it). Close instead of waiting for ever.
+            logger.error("The site report could not be built; the crawl ends without it")
+            self.phase = "done"
         if self.phase != "done":
             raise DontCloseSpider  # sampled pages or the report are still on their way
 
@@ -276,33 +301,60 @@ class PageSamplingPipeline:
             return False
         if links.mode == "sample" and not self.pages_fetched:
             return False  # a crawl that fetches no page does not start to for links
-        if links.mode == "fallback" and stats.get_value("sitemapcrawl/sitemaps/parsed_count"):
-            return False
         origin = getattr(spider, "origin", None) or next(
             iter(getattr(spider, "sitemap_urls", None) or ()), None
         )
         policy = getattr(spider, "_policy", None)
         if origin is None or policy is None:
             return False
-        site = urljoin(origin, "/")
-        links.start(site, policy(site), home=True)
-        if links.mode == "fallback":
-            logger.info("No sitemap found: crawling %(site)s by its links", {"site": site})
+        several = self.site.sites
+        started = False
+        for site in several or [urljoin(origin, "/")]:  # each site of the crawl from its home
+            values = self.site.site_stats[site] if several else stats.get_stats()
+            if links.mode == "fallback" and values.get("sitemapcrawl/sitemaps/parsed_count"):
+                continue
+            follower = self._follower(site if several else "")
+            follower.start(site, policy(site), home=True)
+            if several:  # its link-only URLs' segments carry their site, as the sitemaps' do
+                follower.segment_prefix = site.rstrip("/")
+            if links.mode == "fallback":
+                logger.info("No sitemap found: crawling %(site)s by its links", {"site": site})
+            started = True
+        if not started:
+            return False
         for request in requests:
-            links.planned(request.url, "sample")
+            if (told := self._links_of(request.url)) is not None:
+                told.planned(request.url, "sample")
         return True
+
+    def _inc(self, site: str, key: str, count: int = 1) -> None:
+        """Add to a stat, and to ``site``'s share of it in a crawl over several sites."""
+        stats = self.crawler.stats
+        assert stats is not None
+        stats.inc_value(key, count)
+        self.site.count(site, key, count)
+
+    def _per_site(self, sizes: Iterable[tuple[SegmentRecord, int]]) -> dict[str, int]:
+        """Pages per segment within the site budget: each site of the crawl has its own."""
+        by_site: dict[str, dict[str, int]] = {}
+        for record, size in sizes:
+            by_site.setdefault(record.site, {})[record.name] = size
+        budgets: dict[str, int] = {}
+        for sizes_of_site in by_site.values():
+            budgets.update(allocate(sizes_of_site, self.site_budget))
+        return budgets
 
     def _plan(self) -> list[Request]:
         records = [r for r in self.site.segments.values() if r.sampler is not None]
-        budgets = allocate({r.name: self.segment_budget for r in records}, self.site_budget)
+        budgets = self._per_site((r, self.segment_budget) for r in records)
+        requests = []
+        for record in records:
+            assert record.sampler is not None
+            chosen = record.sampler.sample()[: budgets.get(record.name, 0)]
+            requests += [self._sample_request(record, sampled) for sampled in chosen]
+            self.site.count(record.site, _P + "requested_count", len(chosen))
         stats = self.crawler.stats
         assert stats is not None
-        requests = [
-            self._sample_request(record, sampled)
-            for record in records
-            if record.sampler is not None
-            for sampled in record.sampler.sample()[: budgets.get(record.name, 0)]
-        ]
         stats.inc_value(_P + "requested_count", len(requests))
         return requests
 
@@ -332,11 +384,11 @@ class PageSamplingPipeline:
         about this site's lastmod) or to a page this run fetches on its own (sampled, to
         be refetched, or fetched already for links): a page is fetched once. Every hop is
         shown to the link follower."""
-        links = self.links
+        links = self._links_of(request.url)
         hops, seen = self.redirects, {request.url}
         while True:
             response = await engine.download_async(request)
-            if links.active:
+            if links is not None:
                 links.observe(request.url, response, via)
             target = _redirect_target(response)
             if (
@@ -345,7 +397,7 @@ class PageSamplingPipeline:
                 or target in seen
                 or target in self._planned
                 or not same_host(target, request.url)
-                or (links.active and links.was_fetched(target))
+                or (links is not None and links.was_fetched(target))
             ):
                 return response
             hops -= 1
@@ -383,11 +435,11 @@ class PageSamplingPipeline:
             await fetch(iter(more))
         if state is not None and state.pending:
             await fetch(self._refetches(state, sampled))
-        links = self.links
-        if links.active:
+        following = self._following()
+        if following:
             # After the samples and refetches: a link to one of them finds it fetched.
             proxy = getattr(self.crawler.spider, "_proxy_meta", None) or {}
-            await links.crawl(engine, workers, proxy)
+            await asyncio.gather(*(links.crawl(engine, workers, proxy) for links in following))
 
     def _escalations(self, fetched: set[str]) -> list[Request]:
         """More pages for the segments whose verdict the sample left undecided (the Wilson
@@ -408,18 +460,14 @@ class PageSamplingPipeline:
                 wanted[record.name] = (record, more)
         if not wanted:
             return []
-        sizes = {name: len(more) for name, (_, more) in wanted.items()}
-        budgets = allocate(sizes, self.site_budget)
-        requests = [
-            self._sample_request(record, sampled)
-            for name, (record, more) in sorted(wanted.items())
-            for sampled in more[: budgets[name]]
-        ]
-        stats = self.crawler.stats
-        assert stats is not None
-        stats.inc_value(_P + "escalated_segment_count", len(wanted))
-        stats.inc_value(_P + "escalated_count", len(requests))
-        stats.inc_value(_P + "requested_count", len(requests))
+        budgets = self._per_site((record, len(more)) for record, more in wanted.values())
+        requests = []
+        for name, (record, more) in sorted(wanted.items()):
+            chosen = more[: budgets[name]]
+            requests += [self._sample_request(record, sampled) for sampled in chosen]
+            self._inc(record.site, _P + "escalated_segment_count")
+            self._inc(record.site, _P + "escalated_count", len(chosen))
+            self._inc(record.site, _P + "requested_count", len(chosen))
         return requests
 
     def _refetches(self, state: CrawlState, sampled: set[str]) -> Iterator[Request]:
@@ -430,9 +478,9 @@ class PageSamplingPipeline:
         assert stats is not None
         for url, segment, reason in state.pending_pages(sampled):
             self._planned.add(url)
-            headers = {} if self.links.active else state.page_validators(url, segment)
+            headers = {} if self._links_of(url) else state.page_validators(url, segment)
             if headers:
-                stats.inc_value(_R + "conditional_count")
+                self._inc(self.site.site_of(segment), _R + "conditional_count")
             yield Request(
                 url,
                 headers=headers or None,
@@ -450,16 +498,17 @@ class PageSamplingPipeline:
         assert state is not None
         segment: str = request.cb_kwargs["segment"]
         reason: str = request.cb_kwargs["reason"]
-        stats.inc_value(_R + "requested_count")
-        links = self.links
-        if links.active:
+        site = self.site.site_of(segment)
+        self._inc(site, _R + "requested_count")
+        links = self._links_of(request.url)
+        if links is not None:
             links.planned(request.url, "refetch")
         try:
             response = await self._download(engine, request, "refetch")
         except Exception as exc:  # noqa: BLE001 - a failed refetch is counted, never fatal
-            if links.active:
+            if links is not None:
                 links.failed(request.url, exc, "refetch")
-            stats.inc_value(_R + "failed_count")
+            self._inc(site, _R + "failed_count")
             state.observe_page(
                 request.url,
                 segment,
@@ -472,18 +521,18 @@ class PageSamplingPipeline:
                 etag=None,
             )
             return
-        stats.inc_value(_R + f"status_count/{response.status}")
+        self._inc(site, _R + f"status_count/{response.status}")
         fingerprint = page_modified = http_modified = etag = None
         not_modified = response.status == 304 and bool(
             request.headers.get(b"If-None-Match") or request.headers.get(b"If-Modified-Since")
         )
         if not_modified:
-            stats.inc_value(_R + "not_modified_count")
+            self._inc(site, _R + "not_modified_count")
         if response.status == 200:
             evidence = page_evidence(
                 response.body, response.url, _headers(response), now=self._now(response)
             )
-            self._count_problems(evidence.problems, _R)
+            self._count_problems(evidence.problems, _R, site)
             fingerprint = evidence.fingerprint
             best = evidence.best_modified
             page_modified = best.value.iso if best is not None and best.value else None
@@ -502,7 +551,7 @@ class PageSamplingPipeline:
             not_modified=not_modified,
         )
         if observed is not None:
-            stats.inc_value(_R + ("changed_count" if observed["changed"] else "unchanged_count"))
+            self._inc(site, _R + ("changed_count" if observed["changed"] else "unchanged_count"))
 
     def _now(self, response: Response | None) -> dt.datetime:
         """The server's clock (its ``Date`` header), else ours."""
@@ -517,11 +566,10 @@ class PageSamplingPipeline:
     async def _fetch(self, engine: ExecutionEngine, request: Request) -> None:
         record: SegmentRecord = request.cb_kwargs["record"]
         sampled: SampledUrl = request.cb_kwargs["sampled"]
-        links = self.links
         try:
             response = await self._download(engine, request, "sample")
         except Exception as exc:  # noqa: BLE001 - every fetch failure is one counted outcome
-            if links.active:
+            if (links := self._links_of(sampled.url)) is not None:
                 links.failed(sampled.url, exc, "sample")
             self._page_failed(record, sampled, _failure_reason(exc))
         else:
@@ -537,8 +585,8 @@ class PageSamplingPipeline:
         method, so the request stays serialisable) yields it."""
         self.phase = "report"
         self.site.report_builder = self._final_report
-        if self.links.active:
-            self.site.link_items = self.links.link_only_items
+        if self._following():
+            self.site.link_items = self._link_only_items
         spider = self.crawler.spider
         callback = getattr(spider, "site_report", None)
         if callback is None:  # a spider that does not emit reports
@@ -552,14 +600,24 @@ class PageSamplingPipeline:
                 meta={"allow_offsite": True, "dont_obey_robotstxt": True},
             )
         )
+        self._report_requested = True
 
-    def _final_report(self) -> SiteReport:
+    def _final_report(self, which: PendingReport | str = "") -> SiteReport:
+        """The report of one site ("" for a crawl of one site), kept and saved in the state
+        file (a crawl over several sites saves the list of its reports)."""
+        site = which.site if isinstance(which, PendingReport) else which
         self.phase = "done"
-        self.report = self.build_report()
+        report = self.reports[site] = self.build_report(site)
         state = self.site.state
         if state is not None:
-            state.store.save_report(state.run_id, _as_dict(self.report))
-        return self.report
+            state.store.save_report(state.run_id, self._reports_payload())
+        return report
+
+    def _reports_payload(self) -> dict[str, Any] | list[dict[str, Any]]:
+        """The report as a dict; a crawl over several sites gives the list of its reports."""
+        if not self.site.sites:
+            return _as_dict(self.reports[""])
+        return [_as_dict(self.reports[site]) for site in self.site.sites if site in self.reports]
 
     # -- pages ----------------------------------------------------------------------------
 
@@ -586,7 +644,7 @@ class PageSamplingPipeline:
             outcome = f"HTTP_{response.status}"
         else:
             evidence = page_evidence(response.body, response.url, headers, now=t_ref)
-            self._count_problems(evidence.problems, _P)
+            self._count_problems(evidence.problems, _P, record.site)
             best = evidence.best_modified
             if best is not None and best.value is not None:
                 page_modified = best.value.iso
@@ -612,9 +670,9 @@ class PageSamplingPipeline:
                 fingerprint=evidence.fingerprint,
                 problems=list(evidence.problems),
             )
-            stats.inc_value(_P + "fetched_count")
+            self._inc(record.site, _P + "fetched_count")
         result["outcome"] = outcome
-        stats.inc_value(_P + f"outcome_count/{outcome.split(':')[0]}")
+        self._inc(record.site, _P + f"outcome_count/{outcome.split(':')[0]}")
         state = self.site.state
         if state is not None:
             observed = state.observe_page(
@@ -632,19 +690,15 @@ class PageSamplingPipeline:
                 result["change"] = observed
         record.samples.append(result)
 
-    def _count_problems(self, problems: Iterable[str], prefix: str) -> None:
+    def _count_problems(self, problems: Iterable[str], prefix: str, site: str) -> None:
         """Count what was wrong with a page we read (broken JSON-LD, conflicting or future
         dates, a date that is the render time, not HTML, cut at the parse cap…)."""
-        stats = self.crawler.stats
-        assert stats is not None
         for problem in problems:
-            stats.inc_value(prefix + f"problem_count/{problem}")
+            self._inc(site, prefix + f"problem_count/{problem}")
 
     def _page_failed(self, record: SegmentRecord, sampled: SampledUrl, reason: str) -> None:
-        stats = self.crawler.stats
-        assert stats is not None
-        stats.inc_value(_P + "failed_count")
-        stats.inc_value(_P + "outcome_count/FETCH_FAILED")
+        self._inc(record.site, _P + "failed_count")
+        self._inc(record.site, _P + "outcome_count/FETCH_FAILED")
         record.samples.append(
             {
                 "url": sampled.url,
@@ -658,20 +712,33 @@ class PageSamplingPipeline:
 
     # -- the report -----------------------------------------------------------------------
 
-    def build_report(self) -> SiteReport:
-        """The site report from the segment records and the crawl's stats."""
+    def build_report(self, site: str = "") -> SiteReport:
+        """The site report from the segment records and the crawl's stats; in a crawl over
+        several sites, the report of ``site`` (its root): its segments, its share of the
+        stats, its files and faults (crawl-wide faults, such as ``max_urls``, in each)."""
         stats = self.crawler.stats
         assert stats is not None
         values = stats.get_stats()
         spider = self.crawler.spider
         origin = getattr(spider, "origin", None) or ",".join(getattr(spider, "sitemap_urls", []))
+        files = list(getattr(spider, "top_level_files", {}).values())
+        faults = list(getattr(spider, "faults", []))
+        if site:
+            origin = site.rstrip("/")
+            values = {
+                **self.site.site_stats.get(site, {}),
+                **{k: v for k, v in values.items() if k in _CRAWL_WIDE},
+            }
+            files = [_untagged(f) for f in files if f.get("site") == site]
+            faults = [_untagged(f) for f in faults if f.get("site", "") in ("", site)]
         now = dt.datetime.now(dt.UTC)
         segments = []
         state = self.site.state
         verdicts: Counter[str] = Counter()
         urls_by_verdict: Counter[str] = Counter()
         by_segment = self._segment_coverage()
-        for record in sorted(self.site.segments.values(), key=lambda r: r.name):
+        records = [r for r in self.site.segments.values() if r.site == site]
+        for record in sorted(records, key=lambda r: r.name):
             t_ref = record.t_ref or self.site.started
             l0, outcomes, problems, verdict = self._judge(record)
             name, reason, evidence = verdict.name, verdict.reason, verdict.evidence
@@ -685,7 +752,7 @@ class PageSamplingPipeline:
                 name, reason, cross_run = state.judge(record.name, name, reason, evidence)
             verdicts[name] += 1
             urls_by_verdict[name] += record.urls
-            stats.inc_value(f"sitemapcrawl/verdict_count/{name}")
+            self._inc(site, f"sitemapcrawl/verdict_count/{name}")
             segments.append(
                 {
                     "segment": record.name,
@@ -722,9 +789,7 @@ class PageSamplingPipeline:
                         ("sitemapcrawl/sitemaps/", "sitemapcrawl/robots/", "sitemapcrawl/guess/")
                     )
                 },
-                "files": sorted(
-                    getattr(spider, "top_level_files", {}).values(), key=lambda f: f["url"]
-                ),
+                "files": sorted(files, key=lambda f: f["url"]),
             },
             urls={
                 "found": values.get("sitemapcrawl/urls/found_count", 0),
@@ -746,7 +811,7 @@ class PageSamplingPipeline:
                 for k, v in values.items()
                 if k.startswith("sitemapcrawl/errors/")
             },
-            faults=list(getattr(spider, "faults", [])),
+            faults=faults,
             segments=segments,
             site_verdict={
                 "verdict": urls_by_verdict.most_common(1)[0][0] if urls_by_verdict else None,
@@ -766,7 +831,7 @@ class PageSamplingPipeline:
             },
             incremental=(
                 {
-                    **state.incremental_summary(),
+                    **state.incremental_summary({r.name for r in records} if site else None),
                     "pages_requested": values.get(_R + "requested_count", 0),
                     "pages_failed": values.get(_R + "failed_count", 0),
                     "pages_changed": values.get(_R + "changed_count", 0),
@@ -776,7 +841,7 @@ class PageSamplingPipeline:
                 else {}
             ),
             state=state.describe() if state is not None else {},
-            coverage=self._coverage(values),
+            coverage=self._coverage(values, site),
         )
 
     def _judge(self, record: SegmentRecord) -> tuple[SegmentL0, list[str], Counter[str], Verdict]:
@@ -810,14 +875,24 @@ class PageSamplingPipeline:
         )
         return l0, outcomes, problems, verdict
 
+    def _link_only_items(self) -> list[SitemapUrlItem]:
+        """The URLs links reached that no sitemap lists, of every site followed."""
+        return [item for links in self._following() for item in links.link_only_items()]
+
     def _segment_coverage(self) -> dict[str, dict[str, Any]] | None:
         """Per segment coverage when links were followed, else None."""
-        links = self.links
-        return links.segments() if links.active else None
+        following = self._following()
+        if not following:
+            return None
+        by_segment: dict[str, dict[str, Any]] = {}
+        for links in following:  # several sites: segment names carry their site
+            by_segment.update(links.segments())
+        return by_segment
 
-    def _coverage(self, values: dict[str, Any]) -> dict[str, Any]:
-        links = self.links
-        if not links.active:
+    def _coverage(self, values: dict[str, Any], site: str) -> dict[str, Any]:
+        """The report's ``coverage``: of ``site``'s link follower, when it followed links."""
+        links = self._followers.get(site)
+        if links is None or not links.active:
             return {}
         tally = links.tally
         tally.duplicates = values.get("sitemapcrawl/urls/duplicate_count", 0)
@@ -827,10 +902,12 @@ class PageSamplingPipeline:
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if self.report_path is None:
             return
-        report = self.report or self.build_report()
+        for site in self.site.sites or [""]:  # a crawl stopped before its reports were due
+            if site not in self.reports:
+                self.reports[site] = self.build_report(site)
         self.report_path.parent.mkdir(parents=True, exist_ok=True)
         with self.report_path.open("w", encoding="utf-8") as handle:
-            json.dump(_as_dict(report), handle, indent=2, ensure_ascii=False, default=str)
+            json.dump(self._reports_payload(), handle, indent=2, ensure_ascii=False, default=str)
         logger.info("Site report written to %(path)s", {"path": self.report_path})
 
 
@@ -858,6 +935,15 @@ _SINGLE_VALUED = frozenset({b"date", b"last-modified", b"etag", b"content-type"}
 
 def _as_dict(report: SiteReport) -> dict[str, Any]:
     return asdict(report)
+
+
+#: Stats about the whole crawl, told in the report of each of its sites.
+_CRAWL_WIDE = frozenset({"sitemapcrawl/limits/max_urls_count"})
+
+
+def _untagged(entry: dict[str, Any]) -> dict[str, Any]:
+    """A fault or file entry without the site it was tagged with (several sites)."""
+    return {k: v for k, v in entry.items() if k != "site"}
 
 
 def _redirect_target(response: Response) -> str | None:

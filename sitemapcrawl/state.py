@@ -758,12 +758,15 @@ class CrawlState:
             extra["late_reports"] = {"settled": late, "waiting": seg.lag_pending}
         return name, reason, extra
 
-    def incremental_summary(self) -> dict[str, Any]:
+    def incremental_summary(self, only: set[str] | None = None) -> dict[str, Any]:
+        """The incremental run's decisions, of the segments in ``only`` when given (the
+        report of one site in a crawl over several)."""
         if not self.incremental:
             return {}
         reasons: Counter[str] = Counter()
         segments = {}
-        for name, seg in sorted(self.by_segment.items()):
+        chosen = {n: s for n, s in self.by_segment.items() if only is None or n in only}
+        for name, seg in sorted(chosen.items()):
             reasons.update(seg.decisions)
             segments[name] = {
                 "urls": seg.urls,
@@ -782,10 +785,10 @@ class CrawlState:
                 else None
             ),
             "cut": format_utc(cut) if cut is not None else None,
-            "urls": sum(s.urls for s in self.by_segment.values()),
-            "lastmod_after_since": sum(s.lastmod_after_since for s in self.by_segment.values()),
-            "undated": sum(s.undated for s in self.by_segment.values()),
-            "refetch": sum(s.refetch for s in self.by_segment.values()),
+            "urls": sum(s.urls for s in chosen.values()),
+            "lastmod_after_since": sum(s.lastmod_after_since for s in chosen.values()),
+            "undated": sum(s.undated for s in chosen.values()),
+            "refetch": sum(s.refetch for s in chosen.values()),
             "by_reason": dict(sorted(reasons.items())),
             "segments": segments,
             "pages_fetched": self.pages,

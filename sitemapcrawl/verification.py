@@ -3,13 +3,18 @@
 One ``SiteVerification`` per crawler holds a ``SegmentRecord`` per segment: the streaming L0
 accumulator fed by ``SitemapLastmodMiddleware``, the sampler fed by ``PageSamplingPipeline``,
 the sitemap responses' own clock (``Date`` minus ``Age``) and the sampled pages' results.
+
+A crawl over several sites (``sitemap_urls`` on more than one host) also keeps each site's
+share of the ``sitemapcrawl/`` stats here, so that each site gets its own report.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 from weakref import WeakKeyDictionary
 
 from sitemapcrawl.sitemaps.dates import parse_feed_date
@@ -36,6 +41,8 @@ class SegmentRecord:
     """Everything known about one segment during the crawl."""
 
     name: str
+    #: the site root it belongs to in a crawl over several sites ("" for one site)
+    site: str = ""
     accumulator: SegmentL0Accumulator = field(default_factory=SegmentL0Accumulator)
     sampler: SegmentSampler | None = None
     urls: int = 0
@@ -92,8 +99,11 @@ class PendingReport:
 
     The sampling pipeline builds the report when this reaches it: after the URL items the
     spider yielded before it, which by then have been recorded by the lastmod middleware
-    and decided by the pipeline, wherever batching held them.
+    and decided by the pipeline, wherever batching held them. ``site``: in a crawl over
+    several sites, the site root it reports on (one is yielded per site).
     """
+
+    site: str = ""
 
 
 class SiteVerification:
@@ -102,21 +112,52 @@ class SiteVerification:
     def __init__(self) -> None:
         self.segments: dict[str, SegmentRecord] = {}
         self.started = dt.datetime.now(dt.UTC)
-        #: Set by the sampling pipeline; the spider's ``site_report`` callback calls it.
-        self.report_builder: Callable[[], Any] | None = None
+        #: Set by the sampling pipeline; the spider's ``site_report`` callback calls it
+        #: (with each site root of ``sites``, or "" for a crawl of one site).
+        self.report_builder: Callable[[str], Any] | None = None
         #: Set by the sampling pipeline: the link-only URL items, yielded before the report.
         self.link_items: Callable[[], list[Any]] | None = None
         #: Set by the sampling pipeline: the report as it stands, for a crawl that stops
         #: before its end (``max_urls``): the spider yields a ``PendingReport`` before
         #: closing, which the pipeline turns into the report with this.
-        self.closing_report: Callable[[], Any] | None = None
+        self.closing_report: Callable[[PendingReport], Any] | None = None
         #: The state file, when the spider opened one (``sitemapcrawl.state``).
         self.state: CrawlState | None = None
+        #: A crawl over several sites: their roots (``https://a.example/``), each reported
+        #: apart. Empty for a crawl of one site (the common case: nothing is kept per site).
+        self.sites: list[str] = []
+        #: Per site root, its share of the crawl's ``sitemapcrawl/`` stats (same keys).
+        self.site_stats: dict[str, Counter[str]] = {}
+        #: Segments whose name does not start with their site (a child sitemap on another
+        #: host names its segment by its URL): segment name -> site root.
+        self.segment_sites: dict[str, str] = {}
+
+    def set_sites(self, sites: list[str]) -> None:
+        """The crawl spans these sites (two or more): keep each one's stats apart."""
+        self.sites = sorted(set(sites))
+        self.site_stats = {site: Counter() for site in self.sites}
+
+    def count(self, site: str, key: str, value: int = 1) -> None:
+        """Add to ``site``'s share of the stat ``key`` (a crawl over several sites only)."""
+        counts = self.site_stats.get(site)
+        if counts is not None:
+            counts[key] += value
+
+    def site_of(self, segment: str) -> str:
+        """The site root a segment belongs to ("" in a crawl of one site)."""
+        if not self.sites:
+            return ""
+        known = self.segment_sites.get(segment)
+        if known is not None:
+            return known
+        parts = urlsplit(segment)
+        root = f"{parts.scheme}://{parts.netloc}/"
+        return root if root in self.site_stats else ""
 
     def segment(self, name: str) -> SegmentRecord:
         record = self.segments.get(name)
         if record is None:
-            record = self.segments[name] = SegmentRecord(name)
+            record = self.segments[name] = SegmentRecord(name, self.site_of(name))
         return record
 
 

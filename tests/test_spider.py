@@ -8,7 +8,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from sitemapcrawl.spiders.sitemap import SitemapCrawlSpider
 from tests.mockserver import MockServer
-from tests.utils.crawl import crawl, crawl_with_report, our_stats
+from tests.utils.crawl import crawl, crawl_with_report, crawl_with_reports, our_stats
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -527,6 +527,29 @@ async def test_the_report_lists_the_top_level_sitemaps_and_how_they_were_found(
     ]
 
 
+class _BrokenReport(SitemapCrawlSpider):
+    name = "broken-report"
+
+    def site_report(self, response: Any) -> Any:
+        raise RuntimeError("the report callback failed")
+
+
+@deferred_f_from_coro_f
+async def test_a_report_that_cannot_be_built_does_not_hang_the_crawl(
+    site: Callable[[str], MockServer],
+) -> None:
+    """The report's request came back without a report (its callback raised): the crawl
+    ends, with Scrapy's error and one of ours, instead of waiting for it for ever."""
+    items, reports, crawler = await crawl_with_reports(
+        _BrokenReport, settings=SERIAL, origin=site("basic").base
+    )
+    assert crawler.stats is not None
+    assert reports == []
+    assert len(items) == 9
+    assert crawler.stats.get_value("finish_reason") == "finished"
+    assert crawler.stats.get_value("log_count/ERROR") == 2
+
+
 @deferred_f_from_coro_f
 async def test_sitemaps_of_several_sites_keep_their_segments_apart(tmp_path: Path) -> None:
     """``sitemap_urls`` on two sites (here one server under two host names), each listing
@@ -542,7 +565,7 @@ async def test_sitemaps_of_several_sites_keep_their_segments_apart(tmp_path: Pat
     )
     with MockServer(root=tmp_path) as server:
         base, alt = server.base, server.base.replace("127.0.0.1", "localhost")
-        items, report, _ = await crawl_with_report(
+        items, reports, _ = await crawl_with_reports(
             settings=SERIAL, sitemap_urls=f"{base}/sitemap.xml,{alt}/other.xml"
         )
     assert sorted((i["url"], i["segment"]) for i in items) == [
@@ -550,9 +573,8 @@ async def test_sitemaps_of_several_sites_keep_their_segments_apart(tmp_path: Pat
         (f"{base}/blog/b", f"{base}/blog/"),
         (f"{alt}/blog/c", f"{alt}/blog/"),
     ]
-    assert report is not None
-    assert report["origin"] == f"{base}/sitemap.xml,{alt}/other.xml"
-    assert {s["segment"]: s["urls"] for s in report["segments"]} == {
-        f"{alt}/blog/": 1,
-        f"{base}/blog/": 2,
-    }
+    # one report per site (tests/test_multisite.py)
+    assert [(r["origin"], {s["segment"]: s["urls"] for s in r["segments"]}) for r in reports] == [
+        (base, {f"{base}/blog/": 2}),
+        (alt, {f"{alt}/blog/": 1}),
+    ]

@@ -233,6 +233,23 @@ class SiteTally:
         self._last_lastmod: str | None = None
         self._last_seconds: int | None = None
 
+    def part(self, report: Mapping[str, Any]) -> SiteTally:
+        """The share of this tally a site report covers: the items of its segments, the
+        files its segments were read from, and as many link-only items as its coverage
+        counts. A crawl over several sites ends with one report per site, all
+        after the URL items of every site: each is drawn with its own part."""
+        names = {s.get("segment") for s in report.get("segments") or ()}
+        files = {f for s in report.get("segments") or () for f in s.get("sitemaps") or ()}
+        part = SiteTally(max_bins=self.max_bins)
+        part.segments = {n: t for n, t in self.segments.items() if n in names}
+        part.files = {f: entry for f, entry in self.files.items() if f in files}
+        part.items = sum(t.urls for t in part.segments.values())
+        for tally in part.segments.values():
+            part.refetch.update(tally.refetch)
+        coverage = report.get("coverage") or {}  # its own link-only URLs, when it has them
+        part.link_only = min(self.link_only, int((coverage.get("urls") or {}).get("link_only", 0)))
+        return part
+
     def segment(self, name: str) -> SegmentTally:
         """The tally of segment ``name``, created on first use."""
         found = self.segments.get(name)

@@ -13,7 +13,7 @@ from scrapy.exceptions import NotConfigured
 from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem, SiteReport
 
 from .collect import SiteTally
-from .feed import Run
+from .feed import runs_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -31,8 +31,9 @@ class HtmlReportExtension:
     Settings: ``SITEMAPCRAWL_HTML_REPORT_PATH`` (where to write it; unset, the extension is
     off). Memory stays bounded: items are counted into per-segment histograms
     (:class:`~sitemapcrawl.htmlreport.collect.SiteTally`), never kept. The report is
-    rendered from the ``SiteReport`` item the crawl ended with; a crawl that ended without
-    one (stopped early) gets no HTML report, and a warning says so.
+    rendered from the ``SiteReport`` item the crawl ended with (one per site when it spanned
+    several); a crawl that ended without one (stopped early) gets no HTML report, and a
+    warning says so.
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -41,7 +42,7 @@ class HtmlReportExtension:
             raise NotConfigured  # no message: Scrapy would log a warning for an option off
         self.path = Path(path)
         self.tally = SiteTally()
-        self.report: dict[str, Any] | None = None
+        self.reports: list[dict[str, Any]] = []
         crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -56,7 +57,7 @@ class HtmlReportExtension:
         elif type(item) is SitemapUrlItem:
             self._url_item(item)
         elif type(item) is SiteReport:
-            self.report = asdict(item)
+            self.reports.append(asdict(item))  # one per site of the crawl
 
     def _url_item(self, item: SitemapUrlItem) -> None:
         self.tally.add(
@@ -72,7 +73,7 @@ class HtmlReportExtension:
         )
 
     def spider_closed(self, reason: str) -> None:
-        if self.report is None:
+        if not self.reports:
             logger.warning(
                 "No site report at the end of the crawl (%(reason)s): the HTML report was "
                 "not written to %(path)s",
@@ -82,7 +83,7 @@ class HtmlReportExtension:
         # matplotlib is imported here, when a report is drawn, not when Scrapy starts.
         from .render import render_html  # noqa: PLC0415
 
-        document = render_html([Run(self.report, self.tally)])
+        document = render_html(runs_of(self.reports, self.tally))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text(document, encoding="utf-8")
         logger.info("HTML site report written to %(path)s", {"path": self.path})

@@ -1,9 +1,11 @@
 """Read a crawl's JSON or JSON Lines feed as a stream, and pair each SiteReport with its URLs.
 
 A feed written by ``scrapy crawl sitemap -O urls.jsonl`` (or ``.json``) holds the URL items
-and, last, one ``SiteReport``. A feed appended to by several runs (``-o``) holds several
-such groups: each report closes the group of URL items before it. Neither format is loaded
-whole: JSON Lines is read line by line, a JSON array one element at a time.
+and, last, one ``SiteReport`` (one per site when the crawl spanned several sites: each
+report is paired with the URLs of its own segments). A feed appended to by several runs
+(``-o``) holds several such groups: each report closes the group of URL items before it.
+Neither format is loaded whole: JSON Lines is read line by line, a JSON array one element
+at a time.
 
 Pure: no Scrapy or Twisted import.
 """
@@ -22,7 +24,15 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from pathlib import Path
 
-__all__ = ["FeedError", "Run", "collect_runs", "is_site_report", "iter_feed", "read_runs"]
+__all__ = [
+    "FeedError",
+    "Run",
+    "collect_runs",
+    "is_site_report",
+    "iter_feed",
+    "read_runs",
+    "runs_of",
+]
 
 _CHUNK = 1 << 20
 _SPACE = re.compile(r"[ \t\r\n]*")  # JSON's whitespace
@@ -186,13 +196,28 @@ def collect_runs(records: Iterable[dict[str, Any]], max_bins: int = 512) -> tupl
     """
     runs: list[Run] = []
     tally = SiteTally(max_bins=max_bins)
+    closing: list[dict[str, Any]] = []  # the reports after the current group of URL items
     for record in records:
         if is_site_report(record):
-            runs.append(Run(record, tally))
-            tally = SiteTally(max_bins=max_bins)
-        else:
-            tally.add_item(record)
+            closing.append(record)
+            continue
+        if closing:
+            runs += runs_of(closing, tally)
+            closing, tally = [], SiteTally(max_bins=max_bins)
+        tally.add_item(record)
+    if closing:
+        runs += runs_of(closing, tally)
+        tally = SiteTally(max_bins=max_bins)
     return runs, tally.items
+
+
+def runs_of(reports: list[dict[str, Any]], tally: SiteTally) -> list[Run]:
+    """The runs of the reports that close one group of URL items: one report takes the
+    whole tally; several (a crawl over several sites, one report per site) each take the
+    part of their own segments (:meth:`SiteTally.part`)."""
+    if len(reports) == 1:
+        return [Run(reports[0], tally)]
+    return [Run(report, tally.part(report)) for report in reports]
 
 
 def read_runs(path: Path, max_bins: int = 512) -> tuple[list[Run], int]:

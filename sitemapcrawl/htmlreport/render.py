@@ -130,7 +130,9 @@ def render_html(
     of URL items after the feed's last report, which no report covers.
     """
     origins = [str(run.report.get("origin") or "?") for run in runs]
-    title = "Sitemap report: " + (origins[0] if len(origins) == 1 else f"{len(origins)} crawls")
+    title = "Sitemap report: " + (
+        origins[0] if len(origins) == 1 else f"{len(origins)} site reports"
+    )
     subtitle = [f"sitemapcrawl {__version__}"]
     if source is not None:
         subtitle.append(f"from {source}")

@@ -35,7 +35,7 @@ from sitemapcrawl.sitemaps.robots import parse_robots
 from sitemapcrawl.sitemaps.scope import SCOPE_MODES, ScopePolicy, private_address
 from sitemapcrawl.sitemaps.seen import SeenUrls
 from sitemapcrawl.state import CrawlState, StateError, parse_since, state_path
-from sitemapcrawl.verification import PendingReport, site_verification
+from sitemapcrawl.verification import PendingReport, SiteVerification, site_verification
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -199,6 +199,11 @@ class SitemapCrawlSpider(SitemapSpider):
         #: URLs listed again by another sitemap (the first listing was emitted): examples.
         self.listed_twice: list[dict[str, str]] = []
         self._filter_overridden = type(self).sitemap_filter is not SitemapSpider.sitemap_filter
+        self._site_stats = False  # several sites: each one's stats are also kept apart
+
+    @property
+    def _verification(self) -> SiteVerification:
+        return site_verification(self.crawler)
 
     # -- configuration -------------------------------------------------------------------
 
@@ -215,6 +220,9 @@ class SitemapCrawlSpider(SitemapSpider):
             self._multi_site = not self.origin and (
                 len({urlsplit(u).netloc.lower() for u in self.sitemap_urls}) > 1
             )
+            if self._multi_site:  # and each site gets its own report
+                self._verification.set_sites([urljoin(u, "/") for u in self.sitemap_urls])
+                self._site_stats = True
             self.max_sitemaps = _positive_int(
                 "max_sitemaps",
                 raw.get("max_sitemaps", settings.getint("SITEMAPCRAWL_MAX_SITEMAPS")),
@@ -354,6 +362,13 @@ class SitemapCrawlSpider(SitemapSpider):
         """Sitemaps are still held back here: discovery is not over even if Scrapy is idle."""
         return bool(self._waiting)
 
+    def _inc(self, site: str, key: str, count: int = 1) -> None:
+        """Add to the stat ``sitemapcrawl/<key>``, and to ``site``'s share of it when the
+        crawl spans several sites (each gets its own report)."""
+        self.stats.inc_value(_P + key, count)
+        if self._site_stats:
+            self._verification.count(site, _P + key, count)
+
     @property
     def stats(self) -> StatsCollector:
         """The crawler's stats (they exist once the crawl starts)."""
@@ -396,7 +411,7 @@ class SitemapCrawlSpider(SitemapSpider):
     # -- robots.txt ----------------------------------------------------------------------
 
     def _robots_request(self, url: str, site: str) -> Request:
-        self.stats.inc_value(_P + "robots/requested_count")
+        self._inc(site, "robots/requested_count")
         return self._count(
             Request(
                 url,
@@ -432,31 +447,35 @@ class SitemapCrawlSpider(SitemapSpider):
         @returns requests 2 2
         @returns items 0 0
         """
-        self.stats.inc_value(_P + f"robots/status_count/{response.status}")
+        self._inc(site, f"robots/status_count/{response.status}")
         declared: list[str] = []
         if response.status == 200:
             self._share_robots(response)
             robots = parse_robots(response.body, response.url)
             if robots.html:
-                self.stats.inc_value(_P + "robots/html_count")
-                self._log_once("robots_html", response.url, "robots.txt is an HTML page; ignored")
+                self._inc(site, "robots/html_count")
+                self._log_once(
+                    "robots_html", response.url, "robots.txt is an HTML page; ignored", site
+                )
             if robots.truncated:
-                self.stats.inc_value(_P + "robots/truncated_count")
+                self._inc(site, "robots/truncated_count")
                 self._log_once(
                     "robots_large",
                     response.url,
                     "robots.txt is over 500 KiB; every Sitemap line was still read",
+                    site,
                 )
             declared = robots.sitemaps
             if robots.invalid:
-                self.stats.inc_value(_P + "robots/invalid_sitemaps_count", robots.invalid)
+                self._inc(site, "robots/invalid_sitemaps_count", robots.invalid)
         elif response.status >= 500:
             self._log_once(
                 "robots_status",
                 response.url,
                 f"robots.txt answered {response.status} after retries; guessing sitemap locations",
+                site,
             )
-        self.stats.inc_value(_P + "robots/sitemaps_count", len(declared))
+        self._inc(site, "robots/sitemaps_count", len(declared))
         for rank, url in enumerate(declared):  # in the order the site declared them
             if request := self._sitemap_request(
                 SitemapTask(url, "robots", site, declared_in_robots=True), priority=-rank
@@ -480,10 +499,13 @@ class SitemapCrawlSpider(SitemapSpider):
     def _robots_failed(self, failure: Failure) -> Iterator[Request]:
         request = failure.request  # type: ignore[attr-defined]
         reason = failure.type.__name__ if failure.type else "error"
-        self.stats.inc_value(_P + f"robots/failed_count/{reason}")
-        self._log_once("robots_failed", request.url, f"robots.txt could not be fetched ({reason})")
+        site = request.cb_kwargs["site"]
+        self._inc(site, f"robots/failed_count/{reason}")
+        self._log_once(
+            "robots_failed", request.url, f"robots.txt could not be fetched ({reason})", site
+        )
         if self.guess != "off":
-            yield from self._guesses(request.cb_kwargs["site"], exclude=set())
+            yield from self._guesses(site, exclude=set())
         self._done()
 
     def _guesses(self, site: str, exclude: set[str]) -> Iterator[Request]:
@@ -491,7 +513,7 @@ class SitemapCrawlSpider(SitemapSpider):
             url = urljoin(site, path)
             if url in exclude:
                 continue
-            self.stats.inc_value(_P + "guess/requested_count")
+            self._inc(site, "guess/requested_count")
             task = SitemapTask(url, "guessed", site, probe=True)
             if request := self._sitemap_request(task, priority=-rank):
                 yield request
@@ -507,20 +529,25 @@ class SitemapCrawlSpider(SitemapSpider):
     def _sitemap_request(self, task: SitemapTask, priority: int = 0) -> Request | None:
         key = canonicalize_url(task.url)
         if key in task.chain:
-            self.stats.inc_value(_P + "sitemaps/loop_count")
-            self._log_once("loop", task.url, "sitemap index loop cut (the file lists an ancestor)")
+            self._inc(task.site, "sitemaps/loop_count")
+            self._log_once(
+                "loop", task.url, "sitemap index loop cut (the file lists an ancestor)", task.site
+            )
             return None
         if key in self._visited:
-            self.stats.inc_value(_P + "sitemaps/duplicate_count")
+            self._inc(task.site, "sitemaps/duplicate_count")
             return None
         if private_address(task.url, self.origin or task.site):
-            self.stats.inc_value(_P + "sitemaps/private_address_count")
+            self._inc(task.site, "sitemaps/private_address_count")
             self._log_once(
-                "private", task.url, "sitemap on a private or loopback address; not requested"
+                "private",
+                task.url,
+                "sitemap on a private or loopback address; not requested",
+                task.site,
             )
             return None
         if not task.probe and self.max_sitemaps and self._sitemaps_scheduled >= self.max_sitemaps:
-            self.stats.inc_value(_P + "limits/max_sitemaps_count")
+            self._inc(task.site, "limits/max_sitemaps_count")
             self._log_once(
                 "max_sitemaps",
                 "",
@@ -530,12 +557,12 @@ class SitemapCrawlSpider(SitemapSpider):
         self._visited.add(key)
         if not task.probe:
             self._sitemaps_scheduled += 1
-        self.stats.inc_value(_P + "sitemaps/requested_count")
+        self._inc(task.site, "sitemaps/requested_count")
         headers = None
         if self.crawl_state is not None and self._conditional:
             headers = self.crawl_state.conditional_headers(task.url) or None
             if headers:
-                self.stats.inc_value(_P + "state/conditional_count")
+                self._inc(task.site, "state/conditional_count")
         meta = self._meta(
             # Scrapy's own cap would refuse a body whose Content-Length is over it before any
             # byte, or drop it when reached: _on_bytes stops at the cap and keeps what came.
@@ -721,9 +748,9 @@ class SitemapCrawlSpider(SitemapSpider):
         request = failure.request  # type: ignore[attr-defined]
         task: SitemapTask = request.cb_kwargs["task"]
         reason = failure.type.__name__ if failure.type else "error"
-        self.stats.inc_value(_P + "sitemaps/done_count")
+        self._inc(task.site, "sitemaps/done_count")
         if task.probe:
-            self.stats.inc_value(_P + "guess/miss_count")
+            self._inc(task.site, "guess/miss_count")
         else:
             self._failed(task, reason, f"could not be fetched: {failure.getErrorMessage()}")
         yield from self._release(task)
@@ -738,13 +765,15 @@ class SitemapCrawlSpider(SitemapSpider):
             if len(self.top_level_files) >= _MAX_TOP_LEVEL_LISTED:
                 return
             entry = self.top_level_files[task.url] = {"url": task.url, "found_via": task.found_via}
+            if self._site_stats:  # whose report lists it
+                entry["site"] = task.site
         entry.update(facts)
 
     def _failed(self, task: SitemapTask, reason: str, message: str) -> None:
         self._top_level(task, error=reason)
-        self.stats.inc_value(_P + "sitemaps/failed_count")
-        self.stats.inc_value(_P + f"sitemaps/failed_count/{reason}")
-        self._log_once(reason, task.url, message)
+        self._inc(task.site, "sitemaps/failed_count")
+        self._inc(task.site, f"sitemaps/failed_count/{reason}")
+        self._log_once(reason, task.url, message, task.site)
 
     def _site_segment(self, name: str, site: str) -> str:
         """``name`` (a path) qualified by its site when the crawl spans several sites."""
@@ -752,7 +781,9 @@ class SitemapCrawlSpider(SitemapSpider):
             return site.rstrip("/") + name
         return name
 
-    def _log_once(self, code: str, url: str, message: str) -> None:
+    def _log_once(self, code: str, url: str, message: str, site: str = "") -> None:
+        """Log a fault once per (code, URL); list it for the report (of ``site`` when the
+        crawl spans several sites; "" for a crawl-wide one, told in every site's report)."""
         if (code, url) in self._logged:
             return
         self._logged.add((code, url))
@@ -760,7 +791,10 @@ class SitemapCrawlSpider(SitemapSpider):
         where = url or self.origin or urljoin((self.sitemap_urls or ["/"])[0], "/")
         logger.warning("%(url)s: %(message)s", {"url": where, "message": message})
         if len(self.faults) < _MAX_FAULTS_LISTED:
-            self.faults.append({"code": code, "url": where, "message": message})
+            fault = {"code": code, "url": where, "message": message}
+            if self._site_stats:
+                fault["site"] = site
+            self.faults.append(fault)
 
     # -- sitemap responses ---------------------------------------------------------------
 
@@ -779,8 +813,8 @@ class SitemapCrawlSpider(SitemapSpider):
         site = self.origin or urljoin(response.url, "/")
         if urlsplit(response.url).path.endswith("/robots.txt"):
             return self._parse_robots(response, site)
-        self.stats.inc_value(_P + "sitemaps/requested_count")
-        self.stats.inc_value(_P + "sitemaps/done_count")
+        self._inc(site, "sitemaps/requested_count")
+        self._inc(site, "sitemaps/done_count")
         return self._read(response, SitemapTask(response.url, "given", site))
 
     def _read_sitemap(self, response: Response, task: SitemapTask) -> Iterator[Any]:
@@ -797,7 +831,7 @@ class SitemapCrawlSpider(SitemapSpider):
         try:
             yield from self._read(response, task)
         finally:  # done once every entry is out (or the crawl stopped reading it)
-            self.stats.inc_value(_P + "sitemaps/done_count")
+            self._inc(task.site, "sitemaps/done_count")
         yield from self._release(task)
 
     def _read(self, response: Response, task: SitemapTask) -> Iterator[Any]:
@@ -806,15 +840,18 @@ class SitemapCrawlSpider(SitemapSpider):
         if response.url != task.url:
             key = canonicalize_url(response.url)
             if key in task.chain or (key in self._visited and key != canonicalize_url(task.url)):
-                self.stats.inc_value(_P + "sitemaps/loop_count")
+                self._inc(task.site, "sitemaps/loop_count")
                 self._log_once(
-                    "loop", task.url, f"redirects to {response.url}, already read; loop cut"
+                    "loop",
+                    task.url,
+                    f"redirects to {response.url}, already read; loop cut",
+                    task.site,
                 )
                 return
             self._visited.add(key)
         if response.status >= 400:
             if task.probe:
-                self.stats.inc_value(_P + "guess/miss_count")
+                self._inc(task.site, "guess/miss_count")
                 return
             self._top_level(task, status=response.status)
             self._failed(task, f"http_{response.status}", f"answered HTTP {response.status}")
@@ -825,25 +862,29 @@ class SitemapCrawlSpider(SitemapSpider):
         body = response.body
         if "download_stopped" in response.flags:
             if response.meta.get(_STOPPED_META) == "too_slow":
-                self.stats.inc_value(_P + "errors/too_slow_count")
+                self._inc(task.site, "errors/too_slow_count")
                 self._log_once(
                     "too_slow",
                     task.url,
                     f"download still running after {self._read_deadline:.0%} of its timeout "
                     f"({len(body)} bytes); stopped, reading what arrived",
+                    task.site,
                 )
             else:
                 # Read exactly up to the cap, wherever the network cut the last chunk.
                 body = body[: self._sitemap_maxsize]
-                self.stats.inc_value(_P + "errors/too_large_count")
+                self._inc(task.site, "errors/too_large_count")
                 self._log_once(
                     "too_large",
                     task.url,
                     f"download stopped at {self._sitemap_maxsize} bytes; reading what arrived",
+                    task.site,
                 )
         if "dataloss" in response.flags:
-            self.stats.inc_value(_P + "errors/dataloss_count")
-            self._log_once("dataloss", task.url, "connection lost mid-body; reading what arrived")
+            self._inc(task.site, "errors/dataloss_count")
+            self._log_once(
+                "dataloss", task.url, "connection lost mid-body; reading what arrived", task.site
+            )
         reader = SitemapReader(
             body,
             response.url,
@@ -855,18 +896,18 @@ class SitemapCrawlSpider(SitemapSpider):
         kind = reader.sniff()
         if kind not in ("urlset", "sitemapindex", "text", "rss", "atom", "xml"):
             if task.probe:
-                self.stats.inc_value(_P + "guess/miss_count")
+                self._inc(task.site, "guess/miss_count")
                 return
-            self.stats.inc_value(_P + f"errors/{reader.faults[0].code}_count")
+            self._inc(task.site, f"errors/{reader.faults[0].code}_count")
             self._failed(task, kind, reader.faults[0].message)
             return
         if task.probe:
-            self.stats.inc_value(_P + "guess/found_count")
+            self._inc(task.site, "guess/found_count")
         self._top_level(task, status=response.status, kind=kind)
-        self.stats.inc_value(_P + "sitemaps/parsed_count")
-        self.stats.inc_value(_P + f"sitemaps/parsed_count/{kind}")
+        self._inc(task.site, "sitemaps/parsed_count")
+        self._inc(task.site, f"sitemaps/parsed_count/{kind}")
         if reader.decoder.layers:
-            self.stats.inc_value(_P + "sitemaps/gzip_count")
+            self._inc(task.site, "sitemaps/gzip_count")
         yield from self._entries(reader, task)
         if not task.depth:
             self._top_level(task, urls=reader.urls, sitemaps=reader.sitemaps)
@@ -887,12 +928,13 @@ class SitemapCrawlSpider(SitemapSpider):
                 complete=complete,
             )
             if check == "miss" and task.parent is not None:
-                self.stats.inc_value(_P + "state/index_lastmod_miss_count")
+                self._inc(task.site, "state/index_lastmod_miss_count")
                 self._log_once(
                     "index_lastmod_miss",
                     task.parent,
                     f"child {task.url} changed while its <lastmod> in the index did not: "
                     "this index's lastmods no longer let children be skipped",
+                    task.site,
                 )
 
     def _entries(self, reader: SitemapReader, task: SitemapTask) -> Iterator[Any]:
@@ -965,7 +1007,7 @@ class SitemapCrawlSpider(SitemapSpider):
                 )
                 emitted += 1
                 if not emitted & 1023:  # keep the live count (progress lines) current
-                    self.stats.inc_value(_P + "urls/found_count", 1024)
+                    self._inc(task.site, "urls/found_count", 1024)
                 if url_callbacks:
                     yield from self._page_requests(entry)
                 if max_urls and self._urls_emitted + emitted >= max_urls:
@@ -973,14 +1015,15 @@ class SitemapCrawlSpider(SitemapSpider):
                     break
         finally:
             self._urls_emitted += emitted
-            self._record(reader, emitted, duplicates, dropped)
+            self._record(reader, task.site, emitted, duplicates, dropped)
         if self._closing:
             self.stats.set_value(_P + "limits/max_urls_count", 1)
             self._log_once("max_urls", "", f"max_urls={max_urls} reached; closing")
             site = site_verification(self.crawler)
             if site.closing_report is not None and not self._report_sent:
                 self._report_sent = True  # the feed's last item, as on a finished crawl
-                yield PendingReport()  # built by the pipeline, after the URLs before it
+                for root in site.sites or [""]:  # one per site, built by the pipeline
+                    yield PendingReport(root)  # after the URLs before it
             raise CloseSpider("max_urls")
         if children:
             if self.crawl_state is not None:
@@ -990,21 +1033,25 @@ class SitemapCrawlSpider(SitemapSpider):
             yield from self._child_requests(children, task, sitemap_url)
 
     def _record(
-        self, reader: SitemapReader, emitted: int, duplicates: int, dropped: dict[str, int]
+        self,
+        reader: SitemapReader,
+        site: str,
+        emitted: int,
+        duplicates: int,
+        dropped: dict[str, int],
     ) -> None:
-        stats = self.stats
-        stats.inc_value(_P + "urls/found_count", emitted & 1023)  # the rest was counted live
+        self._inc(site, "urls/found_count", emitted & 1023)  # the rest was counted live
         if duplicates:
-            stats.inc_value(_P + "urls/duplicate_count", duplicates)
+            self._inc(site, "urls/duplicate_count", duplicates)
         for why, count in dropped.items():
-            stats.inc_value(_P + f"scope/dropped_count/{why}", count)
+            self._inc(site, f"scope/dropped_count/{why}", count)
         for name, count in reader.counts.items():
-            stats.inc_value(_P + f"entries/{name}_count", count)
+            self._inc(site, f"entries/{name}_count", count)
         if reader.sitemaps:
-            stats.inc_value(_P + "children/listed_count", reader.sitemaps)
+            self._inc(site, "children/listed_count", reader.sitemaps)
         for fault in reader.faults:
-            stats.inc_value(_P + f"errors/{fault.code}_count")
-            self._log_once(fault.code, reader.url, fault.message)
+            self._inc(site, f"errors/{fault.code}_count")
+            self._log_once(fault.code, reader.url, fault.message, site)
 
     def _page_requests(self, entry: UrlEntry) -> Iterator[Request]:
         locs = [entry.loc]
@@ -1020,11 +1067,12 @@ class SitemapCrawlSpider(SitemapSpider):
         self, children: list[SitemapRef], task: SitemapTask, sitemap_url: str
     ) -> Iterator[Request]:
         if task.depth + 1 > self.max_depth > 0:
-            self.stats.inc_value(_P + "limits/max_depth_count", len(children))
+            self._inc(task.site, "limits/max_depth_count", len(children))
             self._log_once(
                 "max_depth",
                 sitemap_url,
                 f"index deeper than max_depth={self.max_depth}; children skipped",
+                task.site,
             )
             return
         # Newest first by the index's <lastmod>; undated children last, in document order.
@@ -1036,7 +1084,7 @@ class SitemapCrawlSpider(SitemapSpider):
         trusted_index = state is not None and state.index_trusted(task.url, self._index_trust_min)
         for rank, child in enumerate(dated + undated):
             if not any(regex.search(child.loc) for regex in self._follow):
-                self.stats.inc_value(_P + "sitemaps/not_followed_count")
+                self._inc(task.site, "sitemaps/not_followed_count")
                 continue
             child_task = replace(
                 task,
@@ -1048,6 +1096,8 @@ class SitemapCrawlSpider(SitemapSpider):
                 probe=False,
                 parent=task.url,
             )
+            if self._site_stats and child_task.segment is not None:
+                self._verification.segment_sites.setdefault(child_task.segment, task.site)
             if trusted_index and self._unchanged_child(child_task):
                 assert state is not None
                 if state.index_audit_draw(child_task.url) >= self._index_audit:
@@ -1055,7 +1105,7 @@ class SitemapCrawlSpider(SitemapSpider):
                     continue
                 # fetched (conditionally) all the same: a child that changed while its
                 # index lastmod stood still ends the index's trust (``sitemap_read``)
-                self.stats.inc_value(_P + "state/audited_children_count")
+                self._inc(task.site, "state/audited_children_count")
             if request := self._sitemap_request(child_task, priority=-rank - task.depth * 1000):
                 yield request
 
@@ -1070,7 +1120,7 @@ class SitemapCrawlSpider(SitemapSpider):
         if state is None or stored is None:
             self._failed(task, "http_304", "answered 304 Not Modified without a stored copy")
             return
-        self.stats.inc_value(_P + "state/not_modified_count")
+        self._inc(task.site, "state/not_modified_count")
         yield from self._replay(response, task, stored)
 
     def _unchanged_child(self, task: SitemapTask) -> bool:
@@ -1095,13 +1145,13 @@ class SitemapCrawlSpider(SitemapSpider):
         if stored is None:
             return
         self._visited.add(canonicalize_url(task.url))
-        self.stats.inc_value(_P + "state/skipped_children_count")
-        self.stats.inc_value(_P + "sitemaps/requested_count")
+        self._inc(task.site, "state/skipped_children_count")
+        self._inc(task.site, "sitemaps/requested_count")
         stand_in = Response(task.url, status=200)  # the index's response gives the clock
         try:
             yield from self._replay(stand_in, task, stored)
         finally:
-            self.stats.inc_value(_P + "sitemaps/done_count")
+            self._inc(task.site, "sitemaps/done_count")
 
     def _replay(
         self, response: Response, task: SitemapTask, stored: tuple[bytes, str]
@@ -1131,20 +1181,21 @@ class SitemapCrawlSpider(SitemapSpider):
         try:
             yield from self._read(replayed, task)
         finally:
-            self.stats.inc_value(_P + "state/replayed_urls_count", self._urls_emitted - before)
+            self._inc(task.site, "state/replayed_urls_count", self._urls_emitted - before)
 
     # -- the site report -----------------------------------------------------------------
 
     def site_report(self, response: Response) -> Iterator[Any]:
         """Yield the URLs only links reached, then the site report, the feed's last item
-        (requested by the sampling pipeline once discovery, sampling and link following
-        are over)."""
+        (one per site when the crawl spans several), requested by the sampling pipeline
+        once discovery, sampling and link following are over."""
         site = site_verification(self.crawler)
         if site.link_items is not None:
             yield from site.link_items()
         builder = site.report_builder
         if builder is not None:
-            yield builder()
+            for root in site.sites or [""]:  # one report per site
+                yield builder(root)
 
     # -- sitemap_filter compatibility ----------------------------------------------------
 

@@ -384,8 +384,9 @@ class StateStore:
             (finished_at, reason, server_now, run_id),
         )
 
-    def save_report(self, run_id: int, report: dict[str, Any]) -> None:
-        """The run's site report (JSON), for ``scrapy sitemapreport STATE``."""
+    def save_report(self, run_id: int, report: dict[str, Any] | list[dict[str, Any]]) -> None:
+        """The run's site report (JSON), for ``scrapy sitemapreport STATE``: a list of
+        reports for a crawl over several sites (one per site)."""
         self.db.execute(
             "UPDATE runs SET report = ? WHERE id = ?",
             (json.dumps(report, ensure_ascii=False, default=str), run_id),
@@ -774,7 +775,8 @@ def _statements(sql: str) -> list[str]:
 def read_reports(path: str | Path) -> list[tuple[dict[str, Any], Iterator[dict[str, Any]]]]:
     """The last site report of every origin in a state file, each with its URLs (as item
     dicts: url, segment, sitemap, lastmod, lastmod_raw, lastmod_flags), read-only: the
-    file is never created, upgraded or changed. Raises :class:`StateError`."""
+    file is never created, upgraded or changed. A crawl over several sites saved one report
+    per site: each comes with the URLs of its own segments. Raises :class:`StateError`."""
     from sitemapcrawl.sitemaps.dates import parse_lastmod  # noqa: PLC0415 - core, no cycle
 
     path = Path(path)
@@ -799,12 +801,16 @@ def read_reports(path: str | Path) -> list[tuple[dict[str, Any], Iterator[dict[s
         "ORDER BY r.origin"
     ).fetchall()
 
-    def items(origin: str, run_id: int) -> Iterator[dict[str, Any]]:
+    def items(
+        origin: str, run_id: int, segments: set[str] | None = None
+    ) -> Iterator[dict[str, Any]]:
         for url, segment, sitemap, raw in db.execute(
             "SELECT url, segment, sitemap, lastmod_raw FROM urls "
             "WHERE origin = ? AND last_run >= ? ORDER BY url",
             (origin, run_id),
         ):
+            if segments is not None and segment not in segments:
+                continue
             lastmod = parse_lastmod(raw) if raw is not None else None
             yield {
                 "url": url,
@@ -815,4 +821,14 @@ def read_reports(path: str | Path) -> list[tuple[dict[str, Any], Iterator[dict[s
                 "lastmod_flags": list(lastmod.flags) if lastmod is not None else [],
             }
 
-    return [(json.loads(report), items(origin, run_id)) for run_id, origin, report in rows]
+    found: list[tuple[dict[str, Any], Iterator[dict[str, Any]]]] = []
+    for run_id, origin, text in rows:
+        report = json.loads(text)
+        if isinstance(report, list):  # several sites: each report with its segments' URLs
+            found += [
+                (one, items(origin, run_id, {s["segment"] for s in one.get("segments", ())}))
+                for one in report
+            ]
+        else:
+            found.append((report, items(origin, run_id)))
+    return found

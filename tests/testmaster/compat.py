@@ -218,7 +218,7 @@ def _recordable(spider: Spider) -> Spider:
                 "sampling": pipeline.sampling,
                 # the link follower's results as they were (its pages are fetched by the
                 # pipeline, outside any callback): the report's coverage, the link items
-                "coverage": pipeline._coverage(dict(stats.get_stats())),
+                "coverage": pipeline._coverage(dict(stats.get_stats()), ""),
                 "segment_coverage": pipeline._segment_coverage(),
                 "link_items": verification.link_items() if verification.link_items else [],
             },
@@ -352,7 +352,7 @@ def _prepare_replay(fixture_path: str, encoding: str = "utf-8") -> Any:
         verification.report_builder = pipeline.build_report
         coverage, link_items = recorded.get("coverage", {}), recorded.get("link_items", [])
         by_segment = recorded.get("segment_coverage")
-        setattr(pipeline, "_coverage", lambda values: coverage)  # noqa: B010
+        setattr(pipeline, "_coverage", lambda values, site: coverage)  # noqa: B010
         setattr(pipeline, "_segment_coverage", lambda: by_segment)  # noqa: B010
         verification.link_items = lambda: list(link_items)
     _replays.append((data, spider))

@@ -48,7 +48,7 @@ async def crawl(
     **kwargs: Any,
 ) -> tuple[list[dict[str, Any]], Crawler]:
     """Crawl to the end; return the URL items (as dicts) and the crawler (for stats)."""
-    items, _, crawler = await crawl_with_report(spidercls, settings, **kwargs)
+    items, _, crawler = await crawl_with_reports(spidercls, settings, **kwargs)
     return items, crawler
 
 
@@ -58,6 +58,18 @@ async def crawl_with_report(
     **kwargs: Any,
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, Crawler]:
     """Crawl to the end; return the other items, the site report (or None) and the crawler."""
+    items, reports, crawler = await crawl_with_reports(spidercls, settings, **kwargs)
+    assert len(reports) <= 1
+    return items, reports[0] if reports else None, crawler
+
+
+async def crawl_with_reports(
+    spidercls: type[SitemapCrawlSpider] = SitemapCrawlSpider,
+    settings: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Crawler]:
+    """Crawl to the end; return the other items, every site report (one per site) and the
+    crawler."""
     crawler = get_crawler(spidercls, project_settings(settings))
     items: list[dict[str, Any]] = []
     reports: list[dict[str, Any]] = []
@@ -70,8 +82,7 @@ async def crawl_with_report(
 
     crawler.signals.connect(collect, signal=signals.item_scraped)
     await crawler.crawl_async(**kwargs)
-    assert len(reports) <= 1
-    return items, reports[0] if reports else None, crawler
+    return items, reports, crawler
 
 
 def our_stats(crawler: Crawler) -> dict[str, Any]:
