@@ -366,6 +366,8 @@ class LinkFollower:
                 "handle_httpstatus_all": True,
                 "download_maxsize": self.max_page_size,
                 "download_warnsize": 0,
+                # a page that fails after retries is a finding of the coverage, not an error
+                "give_up_log_level": "WARNING",
                 **proxy,
             },
             dont_filter=True,

@@ -369,11 +369,14 @@ class PageSamplingPipeline:
 
     def _page_meta(self) -> dict[str, Any]:
         """Meta of sampled and refetched pages: every status reaches us (redirects are
-        followed by ``_download``, within the site only), and the body is capped."""
+        followed by ``_download``, within the site only), and the body is capped. A page
+        that still fails after Scrapy's retries is an outcome we count and report, not an
+        error of the crawl: Scrapy gives up on it with a WARNING (``give_up_log_level``)."""
         return {
             "handle_httpstatus_all": True,
             "download_maxsize": self.page_max_size,
             "download_warnsize": 0,
+            "give_up_log_level": "WARNING",
         }
 
     async def _download(self, engine: ExecutionEngine, request: Request, via: str) -> Response:
