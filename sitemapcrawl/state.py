@@ -218,6 +218,8 @@ class CrawlState:
         self._now_text = ""
         self._unchanged: dict[str, int] | None = None
         self._late: dict[str, tuple[int, int]] = {}
+        #: this run's L2 counts per segment, all updated at the first verdict (pooling)
+        self._l2_now: dict[str, CrossRun] | None = None
         self._audit_shares: dict[str, float] = {}
         #: When each sitemap read on this run was built (Last-Modified, else read time).
         self.sitemap_as_of: dict[str, dt.datetime] = {}
@@ -667,23 +669,69 @@ class CrawlState:
 
     # -- verdicts --------------------------------------------------------------------------
 
+    def _updated_l2(self, segment: str) -> CrossRun:
+        """``segment``'s L2 counts with this run added (every segment's, computed at once
+        on the first call, so that a verdict can read its site's pooled counts)."""
+        if self._l2_now is None:
+            self.flush()
+            self._unchanged = self.store.unchanged_counts(self.origin, self.run_id)
+            self._late = self._settle_misses()
+            self._l2_now = {}
+            for name in list(self.by_segment):
+                standing = self.segments.get(name)
+                l2 = CrossRun.from_dict(standing.counts if standing is not None else {})
+                l2.add_run(self.by_segment[name].observations, self._unchanged.get(name, 0))
+                late, misses = self._late.get(name, (0, 0))
+                if late or misses:
+                    l2.tp += late
+                    l2.fn = max(0.0, l2.fn + misses)
+                    l2.extra["late_reports"] = int(l2.extra.get("late_reports", 0)) + late
+                self._l2_now[name] = l2
+        found = self._l2_now.get(segment)
+        if found is None:  # a segment first seen after the others were judged
+            standing = self.segments.get(segment)
+            found = CrossRun.from_dict(standing.counts if standing is not None else {})
+            found.add_run(
+                self.by_segment[segment].observations, (self._unchanged or {}).get(segment, 0)
+            )
+            self._l2_now[segment] = found
+        return found
+
+    def _pool(self, segment: str) -> tuple[CrossRun, int]:
+        """The summed L2 counts of ``segment`` and of its site's other segments whose
+        standing verdict is PROVISIONAL or TRUSTED (written by the same site software; a
+        red or over-reporting segment's counts would flatter the recall), and how many
+        they are (crossrun "Pooling")."""
+        assert self._l2_now is not None
+        site = _site_key(segment)
+        pool = CrossRun()
+        members = 0
+        for name, l2 in self._l2_now.items():
+            standing = self.segments.get(name)
+            if name != segment and (
+                _site_key(name) != site
+                or standing is None
+                or standing.verdict not in ("PROVISIONAL", "TRUSTED")
+            ):
+                continue
+            members += 1
+            pool.tp += l2.tp
+            pool.fp += l2.fp
+            pool.fn += l2.fn
+            pool.tn += l2.tn
+            pool.n_unch += l2.n_unch
+            pool.runs = max(pool.runs, l2.runs)
+        return pool, members
+
     def judge(
         self, segment: str, static_name: str, static_reason: str, evidence: dict[str, Any]
     ) -> tuple[str, str, dict[str, Any]]:
         """Combine this run's L0/L1 verdict with the segment's history and save it."""
         standing = self.segments.get(segment)
-        l2 = CrossRun.from_dict(standing.counts if standing is not None else {})
         seg = self.by_segment[segment]
-        if self._unchanged is None:
-            self.flush()
-            self._unchanged = self.store.unchanged_counts(self.origin, self.run_id)
-            self._late = self._settle_misses()
-        l2.add_run(seg.observations, self._unchanged.get(segment, 0))
-        late, misses = self._late.get(segment, (0, 0))
-        if late or misses:
-            l2.tp += late
-            l2.fn = max(0.0, l2.fn + misses)
-            l2.extra["late_reports"] = int(l2.extra.get("late_reports", 0)) + late
+        l2 = self._updated_l2(segment)
+        late = self._late.get(segment, (0, 0))[0]
+        pool, pool_segments = self._pool(segment)
         previous = standing.verdict if standing is not None else None
         # §5a: a generation-time cluster is confirmed when it moves on 3 fetches in a row.
         centre = (evidence.get("l0") or {}).get("cluster_centre")
@@ -710,6 +758,8 @@ class CrawlState:
             l2,
             sampled=bool(evidence.get("n_sampled")),
             stamp=(evidence.get("l0") or {}).get("window_share", 0.0) >= STAMP_SHARE,
+            pool=pool,
+            pool_segments=pool_segments,
         )
         if evidence.get("utc_offset_s") is not None:
             l2.extra["utc_offset_s"] = evidence["utc_offset_s"]
@@ -903,3 +953,12 @@ class CrawlState:
             )
         finally:
             self.store.close()
+
+
+def _site_key(segment: str) -> str:
+    """The site a segment's name belongs to: its scheme and host when the crawl spans several
+    sites (names then carry their site), else "" (one site)."""
+    if not segment.startswith(("http://", "https://")):
+        return ""
+    end = segment.find("/", segment.find("//") + 2)
+    return segment if end < 0 else segment[:end]

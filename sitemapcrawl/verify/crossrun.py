@@ -26,7 +26,19 @@ Thresholds (defaults from the design; the simulated-web benchmark is where to tu
 ``RECOVER_RUNS``          2        ours: clean runs before a red verdict is lifted
 ``STAMP_AUDITS``          60       ours: audited pages before a one-stamp lastmod over-reports
                                    (§5d: 59 audits see a 5 % miss rate with 95 % power)
+``POOL_OWN_AUDITS``       20       ours: a segment's own audited pages, none a miss, before it
+                                   may be trusted on its site's pooled score (§7 "pooling")
 ========================  =======  ===========================================================
+
+**Pooling** (design §7, "rare changes make recall slow to learn … pooling across segments
+that share a generator speeds this up"). A segment whose pages change rarely sees too few
+changes in a few runs to bound its own recall, however honest its lastmod. The segments of
+one site that are PROVISIONAL or TRUSTED are written by the same site software, so their
+counts are also summed: when the pooled recall lower bound passes the bar, a segment whose
+own L1 sample agrees and whose own audit has seen ``POOL_OWN_AUDITS`` pages without a single
+miss is promoted as if the score were its own. A miss of its own, or a pool that includes
+misses, is never hidden: the demotion rules read the segment's own counts, and a pool's
+misses raise the pooled bound.
 """
 
 from __future__ import annotations
@@ -60,6 +72,7 @@ GEN_EVENTS = 30
 GEN_LIFT = 1.5
 RECOVER_RUNS = 2
 STAMP_AUDITS = 60
+POOL_OWN_AUDITS = 20
 
 #: Verdicts whose lastmod may drive refetch decisions.
 TRUSTING = frozenset({"TRUSTED", "PROVISIONAL", "OVER_REPORTING"})
@@ -179,6 +192,8 @@ def combine(
     *,
     sampled: bool = True,
     stamp: bool = False,
+    pool: CrossRun | None = None,
+    pool_segments: int = 1,
 ) -> tuple[str, str, dict[str, Any]]:
     """This run's verdict: L0/L1 (``static_*``), the L2 counts (already updated with this
     run) and the previous verdict, with hysteresis (demote at once, promote slowly).
@@ -188,6 +203,8 @@ def combine(
     bump): newer than its pages, it over-reports only if no change lands between two
     stamps, which only the audit can show; until ``STAMP_AUDITS`` audited pages without a
     miss, such an OVER_REPORTING is held as UNVERIFIABLE.
+    ``pool``: the summed counts of the site's PROVISIONAL and TRUSTED segments, this one
+    included (``pool_segments`` of them): see "Pooling" above.
 
     >>> l2 = CrossRun(tp=12, fp=1, fn=0, tn=60, n_unch=50, runs=3)
     >>> combine("PROVISIONAL", "30 of 30 agree.", "PROVISIONAL", l2)[0]
@@ -270,6 +287,20 @@ def combine(
             f"Kept {previous}: no pages were sampled on this run and the sitemap shows no red flag."
         )
     strong = tp >= MIN_TP and recall_lo is not None and recall_lo >= TRUSTED_RECALL
+    own_audits = l2.fn + l2.tn
+    pooled: dict[str, Any] | None = None
+    if (
+        not strong
+        and pool is not None
+        and pool_segments > 1
+        and misses == 0
+        and round(own_audits) >= POOL_OWN_AUDITS
+    ):
+        pm = pool.metrics()
+        pool_lo = pm["recall_lower"]
+        if pool.tp >= MIN_TP and pool_lo is not None and pool_lo >= TRUSTED_RECALL:
+            pooled = pm
+            evidence["pool"] = {"segments": pool_segments, "l2": pm}
     if (
         strong
         and events >= OVER_EVENTS
@@ -294,22 +325,31 @@ def combine(
         )
     if static_name == "OVER_REPORTING":
         return static_name, static_reason, evidence
-    if strong:
+    if strong or pooled is not None:
         l2.promote_streak += 1
-        if previous == "TRUSTED" or l2.promote_streak >= PROMOTE_RUNS:
-            return (
-                "TRUSTED",
-                f"Across {l2.runs} runs, lastmod moved with {tp:.0f} of the content changes "
-                f"we saw and the audit found {fn:.0f} misses in {m['audits']:.0f} "
-                f"(recall lower bound {recall_lo:.2f} >= {TRUSTED_RECALL:.2f}).",
-                evidence,
+        if pooled is not None:
+            score = (
+                f"across {l2.runs} runs, on the {pool_segments} segments of this site whose "
+                f"lastmod agrees with their pages, lastmod moved with {pooled['tp']:.0f} of the "
+                f"content changes we saw and the audit found {pooled['fn']:.0f} misses in "
+                f"{pooled['audits']:.0f} (recall lower bound {pooled['recall_lower']:.2f} >= "
+                f"{TRUSTED_RECALL:.2f}); this segment's own audit found no miss in "
+                f"{own_audits:.0f}"
             )
+        else:
+            assert recall_lo is not None
+            score = (
+                f"across {l2.runs} runs, lastmod moved with {tp:.0f} of the content changes "
+                f"we saw and the audit found {fn:.0f} misses in {m['audits']:.0f} "
+                f"(recall lower bound {recall_lo:.2f} >= {TRUSTED_RECALL:.2f})"
+            )
+        if previous == "TRUSTED" or l2.promote_streak >= PROMOTE_RUNS:
+            return "TRUSTED", f"{score[0].upper()}{score[1:]}.", evidence
         if static_name == "UNVERIFIABLE":
             return (
                 "PROVISIONAL",
-                f"No page evidence on this run, but across runs lastmod moved with "
-                f"{tp:.0f} content changes (recall lower bound {recall_lo:.2f}); "
-                f"promotion to TRUSTED needs {PROMOTE_RUNS} such runs in a row.",
+                f"No page evidence on this run, but {score}; promotion to TRUSTED needs "
+                f"{PROMOTE_RUNS} such runs in a row.",
                 evidence,
             )
     else:
