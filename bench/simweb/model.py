@@ -271,6 +271,17 @@ ARCHETYPES: dict[str, Archetype] = {
             ),
         ),
         Archetype(
+            "mixed-stale",
+            "honest posts; pages whose lastmod and dateModified are one stale field (30 % of "
+            "edits bump it): only the audit can tell, and the posts must not vouch for them",
+            _segs(
+                SegmentSpec("posts", "honest", "TRUSTED", "graph", "post", 2),
+                SegmentSpec("pages", "stale_partial", "STALE", "single", "page", 1),
+            ),
+            page_modified="stale",
+            http_last_modified="absent",
+        ),
+        Archetype(
             "noisy-honest",
             "honest lastmod; pages carry rotating widgets, counters and CSRF tokens",
             _segs(
@@ -611,11 +622,14 @@ class Site:
         return value + 1 + TAU
 
     def page_modified(self, page: Page, t: float) -> float:
-        """The dateModified the page itself declares at ``t``."""
+        """The dateModified the page itself declares at ``t`` (``stale``: the stale field,
+        on the segments whose lastmod is that field; the others' pages are true)."""
         mode = self.archetype.page_modified
         if mode == "now":
             return t
         if mode == "stale":
+            if self.archetype.segments[page.segment].lastmod != "stale_partial":
+                return self.true_modified(page, t)
             return self.stale_modified(page, t)
         if mode == "authored":
             return self.authored_modified(page, t)
