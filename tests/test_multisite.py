@@ -330,3 +330,39 @@ async def test_links_are_followed_on_each_site(
         (base, 2, 3),
         (alt, 2, 3),
     ]
+
+
+@deferred_f_from_coro_f
+async def test_incremental_runs_report_each_sites_own_decisions(
+    two_sites: tuple[TwoSites, MockServer], tmp_path: Path
+) -> None:
+    """A second run with ``since=last``: each site's report counts the decisions of its
+    own URLs and segments only, and together they make the crawl's."""
+    _, server = two_sites
+    base, alt = server.base, server.alt_base
+    state = str(tmp_path / "state.sqlite")
+    args = {"sitemap_urls": f"{base}/a.xml,{alt}/b.xml", "links": "off", "state": state}
+    await crawl_with_reports(settings={"CONCURRENT_REQUESTS": 1}, **args)
+    items, reports, crawler = await crawl_with_reports(
+        settings={"CONCURRENT_REQUESTS": 1}, since="last", **args
+    )
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("log_count/ERROR") is None
+    a, b = (r["incremental"] for r in reports)
+    assert sorted(a["segments"]) == [f"{base}/blog/"]
+    assert sorted(b["segments"]) == [f"{alt}/b-child.xml"]
+    assert (a["urls"], b["urls"]) == (2, 2)
+    assert a["since"] == b["since"] == "last"
+    decided: dict[str, int] = {}
+    for item in items:
+        reason = item["refetch_reason"]
+        decided[reason] = decided.get(reason, 0) + 1
+    pooled: dict[str, int] = {}
+    for part in (a, b):
+        for reason, count in part["by_reason"].items():
+            pooled[reason] = pooled.get(reason, 0) + count
+    assert pooled == decided
+    # no page was fetched on the first run: every URL is refetched, for want of history
+    assert (a["by_reason"], a["refetch"]) == ({"no_history": 2}, 2)
+    assert (b["by_reason"], b["refetch"]) == ({"no_history": 2}, 2)
+    assert [r["state"]["run"] for r in reports] == [2, 2]
