@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from urllib.parse import urljoin
 
 from scrapy.exceptions import IgnoreRequest
 
 from sitemapcrawl.sitemaps.scope import private_address
+from sitemapcrawl.verification import site_verification
 
 if TYPE_CHECKING:
     from typing import Self
@@ -15,6 +17,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 __all__ = ["PrivateRedirectMiddleware"]
+
+_KEY = "sitemapcrawl/sitemaps/private_address_count"
 
 
 class PrivateRedirectMiddleware:
@@ -38,5 +42,8 @@ class PrivateRedirectMiddleware:
         if chain and private_address(request.url, chain[0]):
             stats = self._crawler.stats
             assert stats is not None
-            stats.inc_value("sitemapcrawl/sitemaps/private_address_count")
+            stats.inc_value(_KEY)
+            # a crawl over several sites: the share of the sitemap's site (its task's)
+            site = getattr(request.cb_kwargs.get("task"), "site", None) or urljoin(chain[0], "/")
+            site_verification(self._crawler).count(site, _KEY)
             raise IgnoreRequest(f"redirected from {chain[0]} to a private address")

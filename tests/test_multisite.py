@@ -10,11 +10,16 @@ import re
 from typing import TYPE_CHECKING
 
 import pytest
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_f_from_coro_f
+from scrapy.utils.test import get_crawler
 
 from sitemapcrawl.htmlreport.extension import HtmlReportExtension
 from sitemapcrawl.htmlreport.feed import read_runs
 from sitemapcrawl.htmlreport.render import render_html
+from sitemapcrawl.redirectguard import PrivateRedirectMiddleware
+from sitemapcrawl.verification import site_verification
 from sitemapcrawl.verify.store import read_reports
 from tests.mockserver import MockServer
 from tests.utils.crawl import crawl_with_reports, our_stats
@@ -366,3 +371,26 @@ async def test_incremental_runs_report_each_sites_own_decisions(
     assert (a["by_reason"], a["refetch"]) == ({"no_history": 2}, 2)
     assert (b["by_reason"], b["refetch"]) == ({"no_history": 2}, 2)
     assert [r["state"]["run"] for r in reports] == [2, 2]
+
+
+def test_a_redirect_to_a_private_address_is_counted_for_its_site() -> None:
+    """``PrivateRedirectMiddleware`` refuses a sitemap that redirects to the cloud metadata
+    address, and in a crawl over several sites counts it for the site whose sitemap it was
+    (the first URL of the chain; a real crawl's redirect to 169.254.x cannot be made on a
+    loopback-only test machine: tests/test_hardening.py does it through a resolver)."""
+    crawler = get_crawler(settings_dict={})
+    verification = site_verification(crawler)
+    verification.set_sites(["https://a.example/", "https://b.example/"])
+    guard = PrivateRedirectMiddleware.from_crawler(crawler)
+    moved = Request(
+        "http://169.254.169.254/latest/meta-data/",
+        meta={"redirect_urls": ["https://a.example/sitemap.xml"]},
+    )
+    with pytest.raises(IgnoreRequest):
+        guard.process_request(moved)
+    assert crawler.stats is not None
+    assert crawler.stats.get_stats() == {"sitemapcrawl/sitemaps/private_address_count": 1}
+    assert verification.site_stats == {
+        "https://a.example/": {"sitemapcrawl/sitemaps/private_address_count": 1},
+        "https://b.example/": {},
+    }
