@@ -401,7 +401,9 @@ async def test_trusted_index_lastmod_skips_unchanged_children(
     }
     assert "sitemapcrawl/state/skipped_children_count" not in our_stats(crawler2)
     built.edit(1)
+    server.set_clock(-3 * 86400)  # the server's clock is three days behind ours
     items3, _, crawler3, log3 = await run(server, state, settings)
+    server.set_clock(0)
     # the index's lastmod for pages.xml did not move, and the index has proven itself
     assert set(sitemap_requests(log3)) == {"/sitemap_index.xml", "/sitemaps/posts.xml"}
     stats3 = our_stats(crawler3)
@@ -411,6 +413,11 @@ async def test_trusted_index_lastmod_skips_unchanged_children(
     replayed = [i for i in items3 if i["segment"] == PAGES_SEG]
     assert {i["sitemap"] for i in replayed} == {f"{server.base}/sitemaps/pages.xml"}
     assert {i["sitemap_lastmod"] for i in replayed} == {iso(built.index_lastmod["pages"])}
+    # the skipped child was read as of the server's clock (its index's Date), not ours
+    crawl_state = crawler3.spider.crawl_state  # type: ignore[union-attr]
+    as_of = crawl_state.sitemap_as_of[f"{server.base}/sitemaps/pages.xml"]
+    behind = dt.datetime.now(dt.UTC) - as_of
+    assert dt.timedelta(days=3) <= behind < dt.timedelta(days=3, minutes=5)
 
 
 @deferred_f_from_coro_f

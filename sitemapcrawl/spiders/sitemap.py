@@ -908,7 +908,7 @@ class SitemapCrawlSpider(SitemapSpider):
         self._inc(task.site, f"sitemaps/parsed_count/{kind}")
         if reader.decoder.layers:
             self._inc(task.site, "sitemaps/gzip_count")
-        yield from self._entries(reader, task)
+        yield from self._entries(reader, task, _dated(response.headers))
         if not task.depth:
             self._top_level(task, urls=reader.urls, sitemaps=reader.sitemaps)
         if self.crawl_state is not None:
@@ -937,7 +937,12 @@ class SitemapCrawlSpider(SitemapSpider):
                     task.site,
                 )
 
-    def _entries(self, reader: SitemapReader, task: SitemapTask) -> Iterator[Any]:
+    def _entries(
+        self, reader: SitemapReader, task: SitemapTask, clock: Headers | None = None
+    ) -> Iterator[Any]:
+        """The file's URLs as items, then its children as requests; ``clock``: the
+        response's ``Date``/``Age``, the clock of the children skipped by their index
+        lastmod (they are read from the state file, with no response of their own)."""
         children: list[SitemapRef] = []
         url_callbacks = self._cbs
         entries: Iterable[UrlEntry | SitemapRef] = reader
@@ -1030,7 +1035,7 @@ class SitemapCrawlSpider(SitemapSpider):
                 self.crawl_state.save_children(
                     task.url, [(c.loc, c.lastmod.raw if c.lastmod else None) for c in children]
                 )
-            yield from self._child_requests(children, task, sitemap_url)
+            yield from self._child_requests(children, task, sitemap_url, clock)
 
     def _record(
         self,
@@ -1064,7 +1069,11 @@ class SitemapCrawlSpider(SitemapSpider):
                     break
 
     def _child_requests(
-        self, children: list[SitemapRef], task: SitemapTask, sitemap_url: str
+        self,
+        children: list[SitemapRef],
+        task: SitemapTask,
+        sitemap_url: str,
+        clock: Headers | None = None,
     ) -> Iterator[Request]:
         if task.depth + 1 > self.max_depth > 0:
             self._inc(task.site, "limits/max_depth_count", len(children))
@@ -1101,7 +1110,7 @@ class SitemapCrawlSpider(SitemapSpider):
             if trusted_index and self._unchanged_child(child_task):
                 assert state is not None
                 if state.index_audit_draw(child_task.url) >= self._index_audit:
-                    yield from self._skip_child(child_task)
+                    yield from self._skip_child(child_task, clock)
                     continue
                 # fetched (conditionally) all the same: a child that changed while its
                 # index lastmod stood still ends the index's trust (``sitemap_read``)
@@ -1137,8 +1146,10 @@ class SitemapCrawlSpider(SitemapSpider):
             and canonicalize_url(task.url) not in self._visited
         )
 
-    def _skip_child(self, task: SitemapTask) -> Iterator[Any]:
-        """A child whose index lastmod did not move: its stored body, without a request."""
+    def _skip_child(self, task: SitemapTask, clock: Headers | None = None) -> Iterator[Any]:
+        """A child whose index lastmod did not move: its stored body, without a request.
+        ``clock``: the index response's ``Date``/``Age``, the server's "now" for the
+        child's segment (without it, the segment's reference time would be our clock)."""
         state = self.crawl_state
         assert state is not None
         stored = state.stored_body(task.url)
@@ -1147,7 +1158,7 @@ class SitemapCrawlSpider(SitemapSpider):
         self._visited.add(canonicalize_url(task.url))
         self._inc(task.site, "state/skipped_children_count")
         self._inc(task.site, "sitemaps/requested_count")
-        stand_in = Response(task.url, status=200)  # the index's response gives the clock
+        stand_in = Response(task.url, status=200, headers=clock)  # the index's clock
         try:
             yield from self._replay(stand_in, task, stored)
         finally:
