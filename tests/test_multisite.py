@@ -7,7 +7,10 @@ import datetime as dt
 import json
 import os
 import re
-from typing import TYPE_CHECKING
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from scrapy import Request
@@ -26,8 +29,8 @@ from tests.utils.crawl import crawl_with_reports, our_stats
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 DAY = dt.timedelta(days=1)
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
@@ -394,3 +397,52 @@ def test_a_redirect_to_a_private_address_is_counted_for_its_site() -> None:
         "https://a.example/": {"sitemapcrawl/sitemaps/private_address_count": 1},
         "https://b.example/": {},
     }
+
+
+def _scrapy(out: Path, sitemap_urls: str, *extra: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "scrapy", "crawl", "sitemap",
+            "-a", f"sitemap_urls={sitemap_urls}", "-a", "links=off", "-o", f"{out}:jsonlines",
+            "-s", "CONCURRENT_REQUESTS=1", "-s", "SITEMAPCRAWL_CONCURRENT_SITEMAPS=1",
+            "-s", "REMOTE_CONTROL_ENABLED=False", "-s", "TELNETCONSOLE_ENABLED=False",
+            "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=INFO",
+            "-s", "SITEMAPCRAWL_STATE_PATH=", *extra,
+        ],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    return result.stderr
+
+
+def test_pause_and_resume_keeps_each_sites_files_and_faults(
+    two_sites: tuple[TwoSites, MockServer], tmp_path: Path
+) -> None:
+    """``JOBDIR`` pause and resume of a crawl over several sites: the resumed run ends with
+    one report per site, whose top-level files and faults are those of an uninterrupted
+    run (what was found before the pause is kept, each with its site)."""
+    _, server = two_sites
+    given = f"{server.base}/a.xml,{server.alt_base}/b.xml"
+    _scrapy(tmp_path / "whole.jsonl", given)
+    jobdir = f"JOBDIR={tmp_path / 'job'}"
+    first = _scrapy(tmp_path / "parts.jsonl", given, "-s", jobdir, "-s", "CLOSESPIDER_PAGECOUNT=2")
+    assert "'finish_reason': 'closespider_pagecount'" in first
+    assert "sitemaps not read yet were kept for later" in first
+    second = _scrapy(tmp_path / "parts.jsonl", given, "-s", jobdir)
+    assert "'finish_reason': 'finished'" in second
+    assert "Resuming:" in second
+
+    def records(name: str) -> list[dict[str, Any]]:
+        lines = (tmp_path / name).read_text().splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    whole = [r for r in records("whole.jsonl") if "url" not in r]
+    *_, last_a, last_b = [r for r in records("parts.jsonl") if "url" not in r]
+    assert [r["origin"] for r in whole] == [last_a["origin"], last_b["origin"]]
+    for uninterrupted, resumed in zip(whole, (last_a, last_b), strict=True):
+        assert resumed["sitemaps"]["files"] == uninterrupted["sitemaps"]["files"]
+        assert resumed["faults"] == uninterrupted["faults"]
+    urls = sorted(r["url"] for r in records("parts.jsonl") if "url" in r)
+    assert urls == sorted(r["url"] for r in records("whole.jsonl") if "url" in r)
