@@ -84,8 +84,7 @@ class SitemapLastmodMiddleware(BaseSpiderMiddleware):
         assert stats is not None
         for key, count in (("present", present), ("missing", missing), ("invalid", invalid)):
             if count:
-                stats.inc_value(f"{_P}{key}_count", count)
-                self.site.count(site, f"{_P}{key}_count", count)
+                self.site.inc(stats, site, f"{_P}{key}_count", count)
 
 
 class SitemapBatchMiddleware:

@@ -331,8 +331,7 @@ class PageSamplingPipeline:
         """Add to a stat, and to ``site``'s share of it in a crawl over several sites."""
         stats = self.crawler.stats
         assert stats is not None
-        stats.inc_value(key, count)
-        self.site.count(site, key, count)
+        self.site.inc(stats, site, key, count)
 
     def _per_site(self, sizes: Iterable[tuple[SegmentRecord, int]]) -> dict[str, int]:
         """Pages per segment within the site budget: each site of the crawl has its own."""

@@ -42,8 +42,7 @@ class PrivateRedirectMiddleware:
         if chain and private_address(request.url, chain[0]):
             stats = self._crawler.stats
             assert stats is not None
-            stats.inc_value(_KEY)
             # a crawl over several sites: the share of the sitemap's site (its task's)
             site = getattr(request.cb_kwargs.get("task"), "site", None) or urljoin(chain[0], "/")
-            site_verification(self._crawler).count(site, _KEY)
+            site_verification(self._crawler).inc(stats, site, _KEY)
             raise IgnoreRequest(f"redirected from {chain[0]} to a private address")

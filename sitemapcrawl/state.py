@@ -35,7 +35,7 @@ from sitemapcrawl.verify.scoring import MAX_LAG
 from sitemapcrawl.verify.store import SegmentState, SitemapState, StateError, StateStore
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
@@ -220,6 +220,9 @@ class CrawlState:
         self._late: dict[str, tuple[int, int]] = {}
         #: this run's L2 counts per segment, all updated at the first verdict (pooling)
         self._l2_now: dict[str, CrossRun] | None = None
+        #: the site a segment belongs to (a crawl over several sites: set by the spider);
+        #: segments pool their counts within their site only
+        self.site_of: Callable[[str], str] = _one_site
         self._audit_shares: dict[str, float] = {}
         #: When each sitemap read on this run was built (Last-Modified, else read time).
         self.sitemap_as_of: dict[str, dt.datetime] = {}
@@ -678,24 +681,24 @@ class CrawlState:
             self._late = self._settle_misses()
             self._l2_now = {}
             for name in list(self.by_segment):
-                standing = self.segments.get(name)
-                l2 = CrossRun.from_dict(standing.counts if standing is not None else {})
-                l2.add_run(self.by_segment[name].observations, self._unchanged.get(name, 0))
-                late, misses = self._late.get(name, (0, 0))
-                if late or misses:
-                    l2.tp += late
-                    l2.fn = max(0.0, l2.fn + misses)
-                    l2.extra["late_reports"] = int(l2.extra.get("late_reports", 0)) + late
-                self._l2_now[name] = l2
+                self._l2_now[name] = self._with_this_run(name)
         found = self._l2_now.get(segment)
         if found is None:  # a segment first seen after the others were judged
-            standing = self.segments.get(segment)
-            found = CrossRun.from_dict(standing.counts if standing is not None else {})
-            found.add_run(
-                self.by_segment[segment].observations, (self._unchanged or {}).get(segment, 0)
-            )
-            self._l2_now[segment] = found
+            found = self._l2_now[segment] = self._with_this_run(segment)
         return found
+
+    def _with_this_run(self, segment: str) -> CrossRun:
+        """The segment's stored L2 counts, decayed, plus this run's observations and the
+        late reports and misses settled on it."""
+        standing = self.segments.get(segment)
+        l2 = CrossRun.from_dict(standing.counts if standing is not None else {})
+        l2.add_run(self.by_segment[segment].observations, (self._unchanged or {}).get(segment, 0))
+        late, misses = self._late.get(segment, (0, 0))
+        if late or misses:
+            l2.tp += late
+            l2.fn = max(0.0, l2.fn + misses)
+            l2.extra["late_reports"] = int(l2.extra.get("late_reports", 0)) + late
+        return l2
 
     def _pool(self, segment: str) -> tuple[CrossRun, int]:
         """The summed L2 counts of ``segment`` and of its site's other segments whose
@@ -703,13 +706,13 @@ class CrawlState:
         red or over-reporting segment's counts would flatter the recall), and how many
         they are (crossrun "Pooling")."""
         assert self._l2_now is not None
-        site = _site_key(segment)
+        site = self.site_of(segment)
         pool = CrossRun()
         members = 0
         for name, l2 in self._l2_now.items():
             standing = self.segments.get(name)
             if name != segment and (
-                _site_key(name) != site
+                self.site_of(name) != site
                 or standing is None
                 or standing.verdict not in ("PROVISIONAL", "TRUSTED")
             ):
@@ -955,10 +958,6 @@ class CrawlState:
             self.store.close()
 
 
-def _site_key(segment: str) -> str:
-    """The site a segment's name belongs to: its scheme and host when the crawl spans several
-    sites (names then carry their site), else "" (one site)."""
-    if not segment.startswith(("http://", "https://")):
-        return ""
-    end = segment.find("/", segment.find("//") + 2)
-    return segment if end < 0 else segment[:end]
+def _one_site(segment: str) -> str:
+    """``CrawlState.site_of`` for a crawl of one site: every segment is the site's."""
+    return ""

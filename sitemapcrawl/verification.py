@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
 
     from sitemapcrawl.state import CrawlState
 
@@ -142,6 +143,11 @@ class SiteVerification:
         counts = self.site_stats.get(site)
         if counts is not None:
             counts[key] += value
+
+    def inc(self, stats: StatsCollector, site: str, key: str, value: int = 1) -> None:
+        """Add to the crawl's stat ``key``, and to ``site``'s share of it."""
+        stats.inc_value(key, value)
+        self.count(site, key, value)
 
     def site_of(self, segment: str) -> str:
         """The site root a segment belongs to ("" in a crawl of one site)."""

@@ -7,9 +7,6 @@ import datetime as dt
 import json
 import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -25,12 +22,12 @@ from sitemapcrawl.redirectguard import PrivateRedirectMiddleware
 from sitemapcrawl.verification import site_verification
 from sitemapcrawl.verify.store import read_reports
 from tests.mockserver import MockServer
-from tests.utils.crawl import crawl_with_reports, our_stats
+from tests.utils.crawl import crawl_with_reports, our_stats, scrapy_crawl
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 DAY = dt.timedelta(days=1)
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
@@ -400,21 +397,7 @@ def test_a_redirect_to_a_private_address_is_counted_for_its_site() -> None:
 
 
 def _scrapy(out: Path, sitemap_urls: str, *extra: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    result = subprocess.run(
-        [
-            sys.executable, "-m", "scrapy", "crawl", "sitemap",
-            "-a", f"sitemap_urls={sitemap_urls}", "-a", "links=off", "-o", f"{out}:jsonlines",
-            "-s", "CONCURRENT_REQUESTS=1", "-s", "SITEMAPCRAWL_CONCURRENT_SITEMAPS=1",
-            "-s", "REMOTE_CONTROL_ENABLED=False", "-s", "TELNETCONSOLE_ENABLED=False",
-            "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=INFO",
-            "-s", "SITEMAPCRAWL_STATE_PATH=", *extra,
-        ],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    return result.stderr
+    return scrapy_crawl(out, "-a", f"sitemap_urls={sitemap_urls}", "-a", "links=off", *extra)
 
 
 def test_pause_and_resume_keeps_each_sites_files_and_faults(

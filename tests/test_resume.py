@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tests.utils.crawl import scrapy_crawl
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -18,21 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(server: MockServer, out: Path, *extra: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    result = subprocess.run(
-        [
-            sys.executable, "-m", "scrapy", "crawl", "sitemap", "-a", f"origin={server.base}",
-            "-o", f"{out}:jsonlines",
-            "-s", "CONCURRENT_REQUESTS=1", "-s", "SITEMAPCRAWL_CONCURRENT_SITEMAPS=1",
-            "-s", "REMOTE_CONTROL_ENABLED=False", "-s", "TELNETCONSOLE_ENABLED=False",
-            "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=INFO",
-            "-s", "SITEMAPCRAWL_STATE_PATH=", *extra,
-        ],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    return result.stderr
+    return scrapy_crawl(out, "-a", f"origin={server.base}", *extra)
 
 
 def rows(path: Path) -> list[dict[str, Any]]:

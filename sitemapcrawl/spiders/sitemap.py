@@ -199,7 +199,6 @@ class SitemapCrawlSpider(SitemapSpider):
         #: URLs listed again by another sitemap (the first listing was emitted): examples.
         self.listed_twice: list[dict[str, str]] = []
         self._filter_overridden = type(self).sitemap_filter is not SitemapSpider.sitemap_filter
-        self._site_stats = False  # several sites: each one's stats are also kept apart
 
     @property
     def _verification(self) -> SiteVerification:
@@ -222,7 +221,6 @@ class SitemapCrawlSpider(SitemapSpider):
             )
             if self._multi_site:  # and each site gets its own report
                 self._verification.set_sites([urljoin(u, "/") for u in self.sitemap_urls])
-                self._site_stats = True
             self.max_sitemaps = _positive_int(
                 "max_sitemaps",
                 raw.get("max_sitemaps", settings.getint("SITEMAPCRAWL_MAX_SITEMAPS")),
@@ -337,7 +335,9 @@ class SitemapCrawlSpider(SitemapSpider):
             pages=self.fetch_pages,
             settings=settings,
         )
-        site_verification(self.crawler).state = self.crawl_state
+        verification = site_verification(self.crawler)
+        verification.state = self.crawl_state
+        self.crawl_state.site_of = verification.site_of  # pooling stays within a site
         self.crawler.signals.connect(self._close_state, signal=signals.spider_closed)
         since = self.since
         logger.info(
@@ -365,9 +365,7 @@ class SitemapCrawlSpider(SitemapSpider):
     def _inc(self, site: str, key: str, count: int = 1) -> None:
         """Add to the stat ``sitemapcrawl/<key>``, and to ``site``'s share of it when the
         crawl spans several sites (each gets its own report)."""
-        self.stats.inc_value(_P + key, count)
-        if self._site_stats:
-            self._verification.count(site, _P + key, count)
+        self._verification.inc(self.stats, site, _P + key, count)
 
     @property
     def stats(self) -> StatsCollector:
@@ -765,7 +763,7 @@ class SitemapCrawlSpider(SitemapSpider):
             if len(self.top_level_files) >= _MAX_TOP_LEVEL_LISTED:
                 return
             entry = self.top_level_files[task.url] = {"url": task.url, "found_via": task.found_via}
-            if self._site_stats:  # whose report lists it
+            if self._multi_site:  # whose report lists it
                 entry["site"] = task.site
         entry.update(facts)
 
@@ -792,7 +790,7 @@ class SitemapCrawlSpider(SitemapSpider):
         logger.warning("%(url)s: %(message)s", {"url": where, "message": message})
         if len(self.faults) < _MAX_FAULTS_LISTED:
             fault = {"code": code, "url": where, "message": message}
-            if self._site_stats:
+            if self._multi_site:
                 fault["site"] = site
             self.faults.append(fault)
 
@@ -1105,7 +1103,7 @@ class SitemapCrawlSpider(SitemapSpider):
                 probe=False,
                 parent=task.url,
             )
-            if self._site_stats and child_task.segment is not None:
+            if self._multi_site and child_task.segment is not None:
                 self._verification.segment_sites.setdefault(child_task.segment, task.site)
             if trusted_index and self._unchanged_child(child_task):
                 assert state is not None

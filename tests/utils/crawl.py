@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
@@ -93,3 +97,27 @@ def our_stats(crawler: Crawler) -> dict[str, Any]:
         for key, value in crawler.stats.get_stats().items()
         if key.startswith("sitemapcrawl/") and key != "sitemapcrawl/urls/per_minute"
     }
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def scrapy_crawl(out: Path, *args: str) -> str:
+    """``scrapy crawl sitemap ARGS`` in a child process, appending a JSON Lines feed to
+    ``out``, one request and one sitemap at a time, without a state file (``ARGS`` come
+    last, so a ``-s`` among them wins); returns its log
+    (stderr) after checking it exited 0 without a traceback."""
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "scrapy", "crawl", "sitemap", "-o", f"{out}:jsonlines",
+            "-s", "CONCURRENT_REQUESTS=1", "-s", "SITEMAPCRAWL_CONCURRENT_SITEMAPS=1",
+            "-s", "REMOTE_CONTROL_ENABLED=False", "-s", "TELNETCONSOLE_ENABLED=False",
+            "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=INFO",
+            "-s", "SITEMAPCRAWL_STATE_PATH=", *args,
+        ],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    return result.stderr
