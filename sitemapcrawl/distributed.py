@@ -12,6 +12,10 @@ sitemap requests scheduled and not yet read, so that
   had taken but not read back on the shared queue, so nothing is lost;
 - the last worker to finish deletes the crawl's keys, so the next run starts clean.
 
+A request that must be handled by the worker that made it (meta ``sitemapcrawl_local``: the
+site report's ``data:`` request, whose callback emits this worker's report) stays in that
+worker's own queue (:class:`Scheduler`); on the shared queue another worker could take it.
+
 A worker killed with SIGKILL cannot give its in-flight sitemaps back: the others wait for
 them ``SITEMAPCRAWL_REDIS_WAIT`` seconds, then finish without them (logged).
 """
@@ -20,10 +24,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.misc import load_object
 from scrapy_redis import connection, defaults
+from scrapy_redis.scheduler import Scheduler as RedisScheduler
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -32,17 +38,60 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SharedProgress", "redis_settings", "requeue"]
+__all__ = ["LOCAL_META", "Scheduler", "SharedProgress", "redis_settings", "requeue"]
+
+#: Request meta: this request stays in the worker that scheduled it.
+LOCAL_META = "sitemapcrawl_local"
 
 
 def redis_settings(url: str) -> dict[str, Any]:
     """The scrapy-redis settings the add-on sets (at ``addon`` priority) for ``url``."""
     return {
-        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "SCHEDULER": "sitemapcrawl.distributed.Scheduler",
         "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
         "REDIS_URL": url,
         "SCHEDULER_PERSIST": True,
     }
+
+
+class Scheduler(RedisScheduler):  # type: ignore[misc]  # scrapy-redis has no type hints
+    """scrapy-redis's shared scheduler, and a queue of this worker's own for the requests
+    marked ``LOCAL_META``, served first. Every other request goes through Redis as before."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.local: deque[Request] = deque()
+
+    def __len__(self) -> int:
+        return len(self.local) + int(super().__len__())
+
+    # enqueue_request and next_request are scrapy-redis's own, with the local queue added
+    # and the stats counted without the ``spider`` argument Scrapy 2.19 deprecates.
+
+    def enqueue_request(self, request: Request) -> bool:
+        if request.meta.get(LOCAL_META):
+            self.local.append(request)
+            self._count("scheduler/enqueued/local")
+            return True
+        if not request.dont_filter and self.df.request_seen(request):
+            self.df.log(request, self.spider)
+            return False
+        self._count("scheduler/enqueued/redis")
+        self.queue.push(request)
+        return True
+
+    def next_request(self) -> Request | None:
+        if self.local:
+            self._count("scheduler/dequeued/local")
+            return self.local.popleft()
+        request: Request | None = self.queue.pop(self.idle_before_close)
+        if request is not None:
+            self._count("scheduler/dequeued/redis")
+        return request
+
+    def _count(self, key: str) -> None:
+        if self.stats:
+            self.stats.inc_value(key)
 
 
 def _server(crawler: Crawler) -> Any:

@@ -28,6 +28,7 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 from w3lib.url import safe_url_string
 
+from sitemapcrawl.distributed import LOCAL_META
 from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem, SiteReport
 from sitemapcrawl.linkfollow import LinkFollower, over_size_cap, redirect_target
 from sitemapcrawl.sitemaps.dates import format_utc, parse_feed_date, parse_lastmod
@@ -599,7 +600,9 @@ class PageSamplingPipeline:
                 "data:,",
                 callback=callback,
                 dont_filter=True,
-                meta={"allow_offsite": True, "dont_obey_robotstxt": True},
+                # LOCAL_META: with a shared (scrapy-redis) queue, this worker's report must
+                # not be taken by another worker
+                meta={"allow_offsite": True, "dont_obey_robotstxt": True, LOCAL_META: True},
             )
         )
         self._report_requested = True

@@ -98,3 +98,63 @@ def test_the_last_worker_cleans_up(mockserver: MockServer, redis_url: str, tmp_p
     process = worker(mockserver, redis_url, tmp_path / "a.jsonl")
     finish(process)
     assert redis.Redis.from_url(redis_url).keys("sitemap:*") == []
+
+
+def reports(path: Path) -> list[dict[str, object]]:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [row for row in rows if "url" not in row]
+
+
+def test_each_worker_emits_its_own_report(
+    mockserver: MockServer, redis_url: str, tmp_path: Path
+) -> None:
+    """The report's request stays in the worker that made it: each worker's feed ends with
+    one report, of the URLs that worker read, and no worker waits for a lost one."""
+    first = worker(mockserver, redis_url, tmp_path / "a.jsonl")
+    time.sleep(1.5)
+    second = worker(mockserver, redis_url, tmp_path / "b.jsonl")
+    logs = [finish(first), finish(second)]
+    for name, log in zip("ab", logs, strict=True):
+        feed = tmp_path / f"{name}.jsonl"
+        (report,) = reports(feed)
+        assert report["urls"]["found"] == len(urls(feed))  # type: ignore[index]
+        assert "could not be built" not in log
+        assert "'scheduler/enqueued/local': 1" in log
+        assert "'scheduler/dequeued/local': 1" in log
+        assert "'finish_reason': 'finished'" in log
+
+
+def test_a_local_request_never_reaches_the_shared_queue(redis_url: str) -> None:
+    import redis
+    from scrapy import Request, Spider
+    from scrapy.utils.test import get_crawler
+
+    from sitemapcrawl.distributed import LOCAL_META, Scheduler, redis_settings
+
+    class Probe(Spider):
+        name = "probe-local"
+
+    def scheduler() -> Scheduler:
+        crawler = get_crawler(Probe, redis_settings(redis_url))
+        made = Scheduler.from_crawler(crawler)
+        made.open(Probe.from_crawler(crawler))
+        return made
+
+    mine, theirs = scheduler(), scheduler()
+    shared = redis.Redis.from_url(redis_url)
+    try:
+        assert mine.enqueue_request(Request("data:,", dont_filter=True, meta={LOCAL_META: True}))
+        assert mine.enqueue_request(Request("http://127.0.0.1:1/shared", dont_filter=True))
+        assert shared.zcard("probe-local:requests") == 1  # only the shared one went to Redis
+        assert len(mine) == 2
+        assert len(theirs) == 1
+        taken = theirs.next_request()
+        assert taken is not None
+        assert taken.url == "http://127.0.0.1:1/shared"
+        assert theirs.next_request() is None  # the local one is not theirs to take
+        local = mine.next_request()
+        assert local is not None
+        assert local.url == "data:,"
+        assert not mine.has_pending_requests()
+    finally:
+        shared.delete(*shared.keys("probe-local:*") or ["probe-local:none"])
