@@ -346,6 +346,16 @@ class PageSamplingPipeline:
 
     def _plan(self) -> list[Request]:
         records = [r for r in self.site.segments.values() if r.sampler is not None]
+        state = self.site.state
+        if state is not None:  # "maybe due" segments (see ``CrawlState.sample_due``)
+            for record in list(records):
+                if record.panel_only:
+                    continue
+                centre = self._l0_of(record).as_dict().get("cluster_centre")
+                if not state.sample_due(record.name, record.t_ref or self.site.started, centre):
+                    records.remove(record)
+                    record.sampler = None
+                    self._inc(record.site, _P + "skipped_segment_count")
         budgets = self._per_site((r, self.segment_budget) for r in records)
         requests = []
         for record in records:
@@ -849,18 +859,23 @@ class PageSamplingPipeline:
             coverage=self._coverage(values, site),
         )
 
-    def _judge(self, record: SegmentRecord) -> tuple[SegmentL0, list[str], Counter[str], Verdict]:
-        """A segment's single-run verdict from its L0 metrics and its sampled pages (the
-        metrics computed once: discovery is over, escalation and the report both judge)."""
-        t_ref = record.t_ref or self.site.started
+    def _l0_of(self, record: SegmentRecord) -> SegmentL0:
+        """A segment's L0 metrics, computed once: discovery is over, and the sampling
+        plan, escalation and the report all read them."""
         l0 = self._l0.get(record.name)
         if l0 is None:
             l0 = self._l0[record.name] = record.accumulator.result(
-                t_ref,
+                record.t_ref or self.site.started,
                 sitemap_last_modified=record.sitemap_last_modified,
                 index_lastmod=record.index_lastmod,
                 news=record.news,
             )
+        return l0
+
+    def _judge(self, record: SegmentRecord) -> tuple[SegmentL0, list[str], Counter[str], Verdict]:
+        """A segment's single-run verdict from its L0 metrics and its sampled pages."""
+        t_ref = record.t_ref or self.site.started
+        l0 = self._l0_of(record)
         outcomes = [s["outcome"] for s in record.samples]
         if record.panel_only:  # fetched for the cross-run score, not an L1 sample
             outcomes = []

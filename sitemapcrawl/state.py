@@ -56,8 +56,13 @@ STAMP_SHARE = 0.9
 PANEL_AUDITS = 60
 #: Runs a miss waits for a lagged sitemap to report it before it stands.
 LAG_RUNS = 2
-#: Page fetches chosen at random: they estimate the miss rate (§5d).
-RANDOM_REASONS = frozenset({"sample", "panel", "audit"})
+#: Page fetches chosen independently of how the page changes: they estimate the miss rate
+#: (§5d). The sample, the panel and the audit are drawn at random; ``no_history`` is every
+#: URL of an untrusted segment fetched once so far (on a second run, the whole segment: a
+#: census, the best audit there is). ``poisson`` is not: it picks the pages that change
+#: most, and would overstate the misses.
+RANDOM_REASONS = frozenset({"sample", "panel", "audit", "no_history"})
+_UNKNOWN: Any = object()  # sample_due: the cluster centre is not known yet
 
 
 def state_path(value: str | None, settings: BaseSettings) -> Path | None:
@@ -261,7 +266,7 @@ class CrawlState:
             return _utc(self.previous["server_now"]) or _utc(self.previous["started_at"])
         return None
 
-    def sample_due(self, segment: str, now: dt.datetime) -> bool:
+    def sample_due(self, segment: str, now: dt.datetime, centre: Any = _UNKNOWN) -> bool:
         """On incremental runs, a segment with a standing verdict is sampled again only
         every ``SITEMAPCRAWL_RESAMPLE_DAYS`` (``…_TRUSTED_DAYS`` once TRUSTED: the audit
         and, before TRUSTED, the panel keep watching it meanwhile); one without a verdict
@@ -269,7 +274,13 @@ class CrawlState:
         stopped moving too. Verdicts the sitemap alone gives and keeps giving are not
         re-sampled: ABSENT and INVALID (nothing to compare pages with; if lastmods appear,
         the sitemap's own statistics change the verdict and sampling resumes), and a
-        GENERATION_TIME cluster seen moving on ``GENERATION_CONFIRM`` fetches in a row."""
+        GENERATION_TIME cluster seen moving on ``GENERATION_CONFIRM`` fetches in a row.
+
+        ``centre``: this run's cluster centre, once the segment is read. Before that, an
+        unconfirmed GENERATION_TIME segment is "maybe due" (True): whether its cluster
+        moved on this run decides, and the first fetch cannot have shown it moving (a
+        deploy stamp judged GENERATION_TIME on a first run is re-sampled on the second,
+        when it is seen standing still)."""
         if not self.incremental:
             return True
         standing = self.segments.get(segment)
@@ -279,10 +290,12 @@ class CrawlState:
             return False
         if standing.verdict == "GENERATION_TIME":
             moves = int(standing.counts.get("cluster_moves") or 0)
-            if moves == 0:
-                return True  # the cluster stopped moving: the pages must say what it is now
             if moves >= GENERATION_CONFIRM:
                 return False  # confirmed on every fetch by the sitemap itself
+            if centre is _UNKNOWN or moves == 0:
+                return True  # stopped moving: the pages must say what it is now
+            if self.cluster_moves(segment, centre) == 0:
+                return True  # it stopped on this run
         last = _utc(standing.counts.get("sampled_at"))
         every = self.resample_trusted if standing.verdict == "TRUSTED" else self.resample_after
         return last is None or now - last >= every

@@ -53,7 +53,13 @@ def test_metrics() -> None:
     assert m["lift"] == 25.0
     lo, hi = m["miss_rate_bounds"]
     assert lo < 0.02 < hi
-    assert m["recall_lower"] == pytest.approx(20 / (20 + hi * 500), abs=1e-3)
+    # the 2 audited misses are counted; the bound applies to the 400 URL-runs not audited
+    assert m["recall_lower"] == pytest.approx(20 / (20 + 2 + hi * 400), abs=1e-3)
+    assert m["recall_upper"] == pytest.approx(20 / (20 + lo * 500), abs=1e-3)
+    # a segment audited whole: no unseen misses, the bound is the count
+    assert CrossRun(tp=12, fp=0, fn=0, tn=400, n_unch=400).metrics()["recall_lower"] == 1.0
+    # a quarter of it: most of the 400 URL-runs are unseen, the bound is low
+    assert CrossRun(tp=12, fp=0, fn=0, tn=100, n_unch=400).metrics()["recall_lower"] < 0.8
     assert CrossRun(tp=5, fp=0, fn=0, tn=10, n_unch=10).metrics()["lift"] == "inf"
 
 
@@ -126,11 +132,12 @@ def test_a_one_stamp_lastmod_over_reports_only_after_the_audit() -> None:
 
 
 def test_generation_time_from_lift() -> None:
-    # P(ΔC | ΔL) = 6/36 ≈ P(ΔC | no ΔL) = 3/18; few unchanged URLs, so recall stays high
-    l2 = CrossRun(tp=6, fp=30, fn=3, tn=15, n_unch=5)
+    # P(ΔC | ΔL) = 30/180 ≈ P(ΔC | no ΔL) = 3/18; every unchanged URL audited and few of
+    # them, so recall stays high
+    l2 = CrossRun(tp=30, fp=150, fn=3, tn=15, n_unch=18)
     name, reason, _ = combine("PROVISIONAL", "ok.", "PROVISIONAL", l2)
     assert name == "GENERATION_TIME"
-    assert "lift 1.00 < 1.5 over 36 lastmod changes" in reason
+    assert "lift 1.00 < 1.5 over 180 lastmod changes" in reason
 
 
 def test_over_reporting_is_a_safe_filter() -> None:

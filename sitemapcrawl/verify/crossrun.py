@@ -8,6 +8,11 @@ main-content fingerprint changed". Pages with ΔL = 1 are true or false positive
 way to see a lastmod that does not move when the page does. Counts decay by half every
 ``HALF_LIFE_RUNS`` runs so that a site that changes its CMS is re-learnt.
 
+Recall is TP / (TP + missed changes), the missed changes being the audited misses (FN,
+counted) plus the miss rate times the ΔL = 0 URL-runs that were not audited: its lower bound
+is TP / (TP + FN + m_hi·(N_unch - audits)), m_hi the one-sided Wilson upper bound of the
+miss rate (a finite-population reading: a segment audited whole has no unseen misses).
+
 Thresholds (defaults from the design; the simulated-web benchmark is where to tune them):
 
 ========================  =======  ===========================================================
@@ -153,9 +158,14 @@ class CrossRun:
         m_lo, m_hi = wilson(misses, n_a, Z_L2) if n_a else (0.0, 1.0)
         recall = recall_lo = recall_hi = None
         if self.tp > 0 and m is not None:
-            recall = self.tp / (self.tp + m * self.n_unch)
-            recall_lo = self.tp / (self.tp + m_hi * self.n_unch)
-            recall_hi = self.tp / (self.tp + m_lo * self.n_unch)
+            # The audited pages' misses are counted, not estimated: the miss rate's bounds
+            # apply to the ΔL = 0 URL-runs nobody looked at (the point estimate is the same
+            # as TP / (TP + m·N_unch); the lower bound is tighter by m_hi·audits - FN, which
+            # matters when an audit covered most of the segment).
+            unseen = max(self.n_unch - audits, 0.0)
+            recall = self.tp / (self.tp + self.fn + m * unseen)
+            recall_lo = self.tp / (self.tp + self.fn + m_hi * unseen)
+            recall_hi = self.tp / (self.tp + m_lo * self.n_unch)  # looser: the design's R_hi
         elif m is not None and misses:
             recall = recall_hi = 0.0  # changes seen only where lastmod stood still
         lift = None
@@ -202,7 +212,9 @@ def combine(
     ``stamp``: every lastmod of the segment is one stamp (a deploy, a template or cron
     bump): newer than its pages, it over-reports only if no change lands between two
     stamps, which only the audit can show; until ``STAMP_AUDITS`` audited pages without a
-    miss, such an OVER_REPORTING is held as UNVERIFIABLE.
+    miss, such an OVER_REPORTING is held as UNVERIFIABLE. Not a segment already judged
+    OVER_REPORTING or TRUSTED before the stamp: a site-wide bump of a lastmod that was
+    seen to report changes between bumps does not undo that (the audit goes on).
     ``pool``: the summed counts of the site's PROVISIONAL and TRUSTED segments, this one
     included (``pool_segments`` of them): see "Pooling" above.
 
@@ -314,7 +326,12 @@ def combine(
             f"but only {precision:.0%} of its moves are real changes: a safe filter.",
             evidence,
         )
-    if static_name == "OVER_REPORTING" and stamp and l2.fn + l2.tn < STAMP_AUDITS:
+    if (
+        static_name == "OVER_REPORTING"
+        and stamp
+        and l2.fn + l2.tn < STAMP_AUDITS
+        and previous not in ("OVER_REPORTING", "TRUSTED")
+    ):
         l2.promote_streak = 0
         return (
             "UNVERIFIABLE",

@@ -96,6 +96,12 @@ Choices the design leaves open (each is marked "ours" above or here):
 * n_ev ≥ 20 but LB(agree) < 0.8 with no failure mode established gives
   UNVERIFIABLE, with ``escalate`` set while the Wilson interval straddles 0.8
   and fewer than 60 pages were sampled (§5b).
+* A sample of two populations (ours), pages that agree and pages whose lastmod
+  is ahead of them, with neither over its own bar (LB(agree) < 0.8 and
+  LB(LASTMOD_NEWER) < 0.3) is OVER_REPORTING once escalation is over, when
+  LB(agree + LASTMOD_NEWER) ≥ 0.8 and LB(LASTMOD_NEWER) ≥ 0.10 (the STALE bar
+  mirrored): a site-wide bump since the pages' last edit moved the lastmod of
+  some but none stays behind its page. The design gives UNVERIFIABLE there.
 
 Verdict order in :func:`static_verdict`: ABSENT, INVALID, TZ_SHIFT,
 GENERATION_TIME, STALE, OVER_REPORTING, PARTIAL, PROVISIONAL, UNVERIFIABLE.
@@ -1073,6 +1079,23 @@ def static_verdict(
     else:
         name = "UNVERIFIABLE"
         escalate = hi >= PROVISIONAL_LB and n_sampled < min(ESCALATED_SAMPLE, l0.n)
+        safe = agreeing + newer
+        safe_lo = wilson(safe, n_ev)[0]
+        if not escalate and safe_lo >= PROVISIONAL_LB and newer_lb >= STALE_LB:
+            # Two populations, neither alone over its bar: pages whose lastmod agrees and
+            # pages whose lastmod is ahead of them (a template or cron bump since their
+            # last edit), and next to none behind. Such a lastmod moves more often than
+            # the pages but never stays put when they change: it over-reports (ours).
+            return verdict(
+                "OVER_REPORTING",
+                f"{agreeing} of {n_ev} sampled pages agree{corrected} and {newer} have an "
+                f"older modification date than the lastmod: {safe} of {n_ev} show no change "
+                f"after their lastmod (Wilson lower bound {safe_lo:.2f} >= "
+                f"{PROVISIONAL_LB:.2f}; ahead of the page: {newer_lb:.2f} >= "
+                f"{STALE_LB:.2f}), so lastmod moves more often than the pages but does not "
+                "miss their changes.",
+                bound=_bound("AGREE+TZ_corrected+LASTMOD_NEWER", safe, n_ev, PROVISIONAL_LB),
+            )
         tail = (
             f"; escalate the sample to {ESCALATED_SAMPLE} pages."
             if escalate
