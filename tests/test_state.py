@@ -652,7 +652,7 @@ async def test_generation_time_is_confirmed_when_the_cluster_keeps_moving(
 async def test_incremental_runs_resample_verified_segments_weekly(
     site: tuple[Site, MockServer], tmp_path: Path
 ) -> None:
-    _, server = site
+    built, server = site
     state = tmp_path / "state.sqlite"
     _, report1, _, log1 = await run(server, state, sample="on")
     assert len(paths(log1, "/posts/")) == POSTS
@@ -662,8 +662,10 @@ async def test_incremental_runs_resample_verified_segments_weekly(
         if s["in_panel"]
     )
     assert len(panel) == 10  # SITEMAPCRAWL_SAMPLE_PANEL
-    # verified on run 1 (PROVISIONAL; GENERATION_TIME from the sitemap alone): not sampled
-    # again, but the PROVISIONAL posts' panel is fetched for the cross-run score
+    # verified on run 1 (PROVISIONAL; GENERATION_TIME, its cluster moving again): not
+    # sampled again, but the PROVISIONAL posts' panel is fetched for the cross-run score
+    built.now += dt.timedelta(minutes=20)  # the pages' sitemap is generated again
+    built.write()
     _, report2, crawler2, log2 = await run(server, state, sample="on", since="last")
     assert paths(log2, "/posts/") == panel
     assert paths(log2, "/pages/") == []
@@ -678,6 +680,67 @@ async def test_incremental_runs_resample_verified_segments_weekly(
     # a run that is not incremental samples as asked
     _, _, _, log3 = await run(server, state, sample="on")
     assert len(paths(log3, "/posts/")) == POSTS
+
+
+@deferred_f_from_coro_f
+async def test_a_first_runs_generation_time_is_sampled_again_when_its_cluster_stands_still(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    """A first run cannot see a cluster move: GENERATION_TIME from it is a suspicion. An
+    incremental run on which the cluster stood still samples the pages again (it would
+    otherwise wait a week), and the verdict starts its way to a stamp's."""
+    _, server = site
+    state = tmp_path / "state.sqlite"
+    _, report1, _, _ = await run(server, state, sample="on", since="last")
+    assert verdicts(report1)[PAGES_SEG] == "GENERATION_TIME"
+    _, report2, crawler2, log2 = await run(server, state, sample="on", since="last")
+    assert paths(log2, "/pages/") == sorted(f"/pages/{i}" for i in range(PAGES))
+    pages = report2["segments"][0]
+    assert pages["segment"] == PAGES_SEG
+    assert (pages["static_verdict"], pages["verdict"]) == ("OVER_REPORTING", "GENERATION_TIME")
+    assert pages["reason"].startswith(
+        "Held at GENERATION_TIME until 2 clean runs in a row (1 so far); this run: 20 of 20 "
+        "sampled pages have an older modification date than the lastmod"
+    )
+    assert pages["cross_run"]["cluster_moves"] == 0
+    stats2 = our_stats(crawler2)
+    assert "sitemapcrawl/sample/skipped_segment_count" not in stats2
+    assert stats2["sitemapcrawl/sample/panel_segment_count"] == 1  # the posts' panel
+
+
+@deferred_f_from_coro_f
+async def test_a_second_runs_refetch_of_an_untrusted_segment_is_a_census(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    """Without sampling no segment is verified, so ``pages=refetch`` fetches every page
+    again on the second run (``no_history``: one fetch gives no change rate). That choice
+    does not depend on how the pages change, so the fetches are an audit of every URL whose
+    lastmod stood still: two posts edited without a new lastmod are two counted misses, and
+    the posts are STALE from the second run, without a page sampled."""
+    built, server = site
+    state = tmp_path / "state.sqlite"
+    args = {"sample": "off", "since": "last", "pages": "refetch"}
+    _, report1, _, _ = await run(server, state, **args)
+    assert verdicts(report1)[POSTS_SEG] == "UNVERIFIABLE"
+    built.edit(0, 1, lastmod=False)
+    items2, report2, _, log2 = await run(server, state, **args)
+    assert len(paths(log2, "/posts/")) == POSTS
+    posts = {d for u, d in decisions(items2).items() if u.startswith("posts/")}
+    assert posts == {(True, "no_history")}
+    (posts2,) = (s for s in report2["segments"] if s["segment"] == POSTS_SEG)
+    l2 = posts2["cross_run"]["l2"]
+    assert {k: l2[k] for k in ("tp", "fp", "fn", "tn", "n_unchanged")} == {
+        "tp": 0,
+        "fp": 0,
+        "fn": 2,
+        "tn": 23,
+        "n_unchanged": 25,
+    }
+    assert (posts2["verdict"], posts2["reason"]) == (
+        "STALE",
+        "Across runs, 2 of 25 audited pages whose lastmod did not move had changed (recall "
+        "upper bound 0.00 < 0.85).",
+    )
 
 
 @deferred_f_from_coro_f
