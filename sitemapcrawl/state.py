@@ -464,6 +464,7 @@ class CrawlState:
                     float(counts.get("n_unch", 0.0)),
                     DECAY,
                     self.policy,
+                    pool=self._standing_pool(segment),
                 )
             elif (
                 self.first_audit and float(counts.get("fn", 0.0)) + float(counts.get("tn", 0.0)) < 1
@@ -475,6 +476,21 @@ class CrawlState:
                 share = self.policy.audit_provisional
             self._audit_shares[segment] = share
         return share
+
+    def _standing_pool(self, segment: str) -> tuple[float, float] | None:
+        """The summed (TP, N_unch) of ``segment``'s site's PROVISIONAL and TRUSTED segments
+        as they stood after the previous run, when there are several (see ``_pool``)."""
+        members = [
+            standing.counts
+            for name, standing in self.segments.items()
+            if self._pools_with(segment, name)
+        ]
+        if len(members) < 2:
+            return None
+        return (
+            sum(float(c.get("tp", 0.0)) for c in members),
+            sum(float(c.get("n_unch", 0.0)) for c in members),
+        )
 
     def flush(self) -> None:
         """Write every URL row of the run so far into the URL table."""
@@ -719,16 +735,10 @@ class CrawlState:
         red or over-reporting segment's counts would flatter the recall), and how many
         they are (crossrun "Pooling")."""
         assert self._l2_now is not None
-        site = self.site_of(segment)
         pool = CrossRun()
         members = 0
         for name, l2 in self._l2_now.items():
-            standing = self.segments.get(name)
-            if name != segment and (
-                self.site_of(name) != site
-                or standing is None
-                or standing.verdict not in ("PROVISIONAL", "TRUSTED")
-            ):
+            if not self._pools_with(segment, name):
                 continue
             members += 1
             pool.tp += l2.tp
@@ -738,6 +748,18 @@ class CrawlState:
             pool.n_unch += l2.n_unch
             pool.runs = max(pool.runs, l2.runs)
         return pool, members
+
+    def _pools_with(self, segment: str, name: str) -> bool:
+        """Whether ``name``'s counts are in ``segment``'s pool: itself, or a segment of its
+        site whose standing verdict is PROVISIONAL or TRUSTED."""
+        if name == segment:
+            return True
+        standing = self.segments.get(name)
+        return (
+            standing is not None
+            and standing.verdict in ("PROVISIONAL", "TRUSTED")
+            and self.site_of(name) == self.site_of(segment)
+        )
 
     def judge(
         self, segment: str, static_name: str, static_reason: str, evidence: dict[str, Any]
@@ -841,6 +863,9 @@ class CrawlState:
                 "undated": seg.undated,
                 "by_reason": dict(sorted(seg.decisions.items())),
             }
+            share = self._audit_shares.get(name)
+            if share is not None:  # the share of its unchanged URLs audited (TRUSTED: by need)
+                segments[name]["audit_share"] = round(share, 4)
         cut = self.cut(self.server_now or self.started)
         return {
             "since": (

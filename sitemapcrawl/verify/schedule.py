@@ -265,7 +265,13 @@ def change_rate(
 
 
 def trusted_audit_share(
-    tp: float, n_unchanged: float, decay: float, policy: Policy, *, target: float = 0.85
+    tp: float,
+    n_unchanged: float,
+    decay: float,
+    policy: Policy,
+    *,
+    target: float = 0.85,
+    pool: tuple[float, float] | None = None,
 ) -> float:
     """The audit share that keeps a TRUSTED segment's recall lower bound near ``target``.
 
@@ -277,19 +283,42 @@ def trusted_audit_share(
     ``policy.audit_min``) over the run's ΔL = 0 URLs, at most ``policy.audit_trusted``:
     on a large segment the audit costs a few fetches per run, not a percentage.
 
+    ``pool``: the (TP, N_unch) of the site's PROVISIONAL and TRUSTED segments, this one
+    included (crossrun "Pooling"). A segment whose pages change rarely needs many audits
+    to bound its own recall (the need grows as 1/change rate) but may be trusted on the
+    pooled bound; the pool's need, spread over its URLs at one share (proportional
+    allocation keeps the pooled miss rate unbiased), is then enough, and the segment keeps
+    at least ``policy.audit_min`` audits of its own per run for its own demotion rules.
+
     >>> round(trusted_audit_share(219, 4166, 0.977, Policy()), 3)  # 100 URLs, 5 % change
     0.03
     >>> round(trusted_audit_share(21900, 416600, 0.977, Policy()), 5)  # 10,000 URLs
     0.00069
+    >>> # 1,000 URLs changing 1 % a run, alone (30 audits a run, the 3 % cap) and beside
+    >>> # 2,000 changing 5 % (the pool needs 9 a run: its share of them is under the floor)
+    >>> slow = trusted_audit_share(438, 43000, 0.977, Policy())
+    >>> pooled = trusted_audit_share(438, 43000, 0.977, Policy(), pool=(4818, 126600))
+    >>> round(slow * 990), round(pooled * 990)
+    (30, 5)
     """
     per_run_unchanged = n_unchanged * (1 - decay)
-    if tp <= 0 or per_run_unchanged <= 0:
+    if per_run_unchanged <= 0:
         return policy.audit_trusted
-    z2 = Z_L2**2
-    m_star = (tp / n_unchanged) * (1 / target - 1)
-    needed = (1 - decay) * z2 * (1 / m_star - 1)
-    share = max(needed, policy.audit_min) / per_run_unchanged
+    shares = []
+    if tp > 0:
+        shares.append(_needed_audits(tp, n_unchanged, decay, target) / per_run_unchanged)
+    if pool is not None and pool[0] > 0 and pool[1] > 0:
+        shares.append(_needed_audits(pool[0], pool[1], decay, target) / (pool[1] * (1 - decay)))
+    if not shares:
+        return policy.audit_trusted
+    share = max(min(shares), policy.audit_min / per_run_unchanged)
     return min(share, policy.audit_trusted)
+
+
+def _needed_audits(tp: float, n_unchanged: float, decay: float, target: float) -> float:
+    """Audits per run that keep TP / (TP + m_hi·N_unch) at ``target`` (no miss)."""
+    m_star = (tp / n_unchanged) * (1 / target - 1)
+    return (1 - decay) * Z_L2**2 * (1 / m_star - 1)
 
 
 def page_date_intervals(
