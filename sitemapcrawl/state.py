@@ -312,7 +312,7 @@ class CrawlState:
         if standing is None:
             return False
         counts = standing.counts
-        if float(counts.get("fn", 0.0)) + float(counts.get("tn", 0.0)) >= PANEL_AUDITS:
+        if _audits(counts) >= PANEL_AUDITS:
             return False
         return (
             standing.verdict in ("PROVISIONAL", "OVER_REPORTING")
@@ -464,11 +464,12 @@ class CrawlState:
                     float(counts.get("n_unch", 0.0)),
                     DECAY,
                     self.policy,
+                    audits=_audits(counts),
+                    # the first run has nothing to compare with: no ΔL = 0 count
+                    runs=max(int(counts.get("runs", 0)) - 1, 1),
                     pool=self._standing_pool(segment),
                 )
-            elif (
-                self.first_audit and float(counts.get("fn", 0.0)) + float(counts.get("tn", 0.0)) < 1
-            ):
+            elif self.first_audit and _audits(counts) < 1:
                 known = self.store.segment_size(self.origin, segment)
                 share = min(1.0, self.first_audit / max(known, 1))
                 share = max(self.policy.audit_provisional, share)
@@ -477,9 +478,9 @@ class CrawlState:
             self._audit_shares[segment] = share
         return share
 
-    def _standing_pool(self, segment: str) -> tuple[float, float] | None:
-        """The summed (TP, N_unch) of ``segment``'s site's PROVISIONAL and TRUSTED segments
-        as they stood after the previous run, when there are several (see ``_pool``)."""
+    def _standing_pool(self, segment: str) -> tuple[float, float, float] | None:
+        """The summed (TP, N_unch, audits) of ``segment``'s site's PROVISIONAL and TRUSTED
+        segments as they stood after the previous run, when there are several (``_pool``)."""
         members = [
             standing.counts
             for name, standing in self.segments.items()
@@ -490,6 +491,7 @@ class CrawlState:
         return (
             sum(float(c.get("tp", 0.0)) for c in members),
             sum(float(c.get("n_unch", 0.0)) for c in members),
+            sum(_audits(c) for c in members),
         )
 
     def flush(self) -> None:
@@ -994,6 +996,11 @@ class CrawlState:
             )
         finally:
             self.store.close()
+
+
+def _audits(counts: dict[str, Any]) -> float:
+    """A segment's audited ΔL = 0 pages (decayed), from its stored L2 counts."""
+    return float(counts.get("fn", 0.0)) + float(counts.get("tn", 0.0))
 
 
 def _one_site(segment: str) -> str:

@@ -270,55 +270,78 @@ def trusted_audit_share(
     decay: float,
     policy: Policy,
     *,
+    audits: float = 0.0,
+    runs: int | None = None,
     target: float = 0.85,
-    pool: tuple[float, float] | None = None,
+    pool: tuple[float, float, float] | None = None,
 ) -> float:
     """The audit share that keeps a TRUSTED segment's recall lower bound near ``target``.
 
     The bound is TP / (TP + m_hi·N_unch); with no miss, the one-sided Wilson bound on the
     miss rate after n audits is about z²/(n + z²), so the bound holds while the decayed
-    audit count is n ≥ z²(1/m* - 1), m* = (TP/N_unch)(1/target - 1). With counts decaying
-    by ``decay`` per run, that takes (1 - decay)·n audits per run: a number that depends on
-    the segment's change rate, not its size. So the share is that number (at least
-    ``policy.audit_min``) over the run's ΔL = 0 URLs, at most ``policy.audit_trusted``:
-    on a large segment the audit costs a few fetches per run, not a percentage.
+    audit count is n ≥ z²(1/m* - 1), m* = (TP/N_unch)(1/target - 1): a number set by the
+    segment's change rate, not its size. ``audits`` (decayed) are counted already; after
+    this run's decay they must be topped up to n, which in the steady state takes
+    (1 - decay)·n audits per run, and nothing while an earlier, larger audit (a
+    PROVISIONAL segment's first one) still covers it. The share is that number (at least
+    ``policy.audit_min``) over the run's ΔL = 0 URLs, at most ``policy.audit_trusted``: on
+    a large segment the audit costs a few fetches per run, not a percentage. The run's ΔL
+    = 0 URLs are N_unch's per-run part over the ``runs`` runs that summed it (decayed), not
+    the steady state's: early on that would understate them.
 
-    ``pool``: the (TP, N_unch) of the site's PROVISIONAL and TRUSTED segments, this one
-    included (crossrun "Pooling"). A segment whose pages change rarely needs many audits
-    to bound its own recall (the need grows as 1/change rate) but may be trusted on the
-    pooled bound; the pool's need, spread over its URLs at one share (proportional
+    ``pool``: the (TP, N_unch, audits) of the site's PROVISIONAL and TRUSTED segments,
+    this one included (crossrun "Pooling"). A segment whose pages change rarely needs many
+    audits to bound its own recall (the need grows as 1/change rate) but may be trusted on
+    the pooled bound; the pool's need, spread over its URLs at one share (proportional
     allocation keeps the pooled miss rate unbiased), is then enough, and the segment keeps
     at least ``policy.audit_min`` audits of its own per run for its own demotion rules.
 
-    >>> round(trusted_audit_share(219, 4166, 0.977, Policy()), 3)  # 100 URLs, 5 % change
+    >>> # 100 URLs changing 5 % a run, in the steady state: the cap (9 needed, 3 allowed)
+    >>> round(trusted_audit_share(219, 4166, 0.977, Policy(), audits=385), 3)
     0.03
-    >>> round(trusted_audit_share(21900, 416600, 0.977, Policy()), 5)  # 10,000 URLs
-    0.00069
-    >>> # 1,000 URLs changing 1 % a run, alone (30 audits a run, the 3 % cap) and beside
-    >>> # 2,000 changing 5 % (the pool needs 9 a run: its share of them is under the floor)
-    >>> slow = trusted_audit_share(438, 43000, 0.977, Policy())
-    >>> pooled = trusted_audit_share(438, 43000, 0.977, Policy(), pool=(4818, 126600))
+    >>> # 10,000 URLs: the steady state's 7 a run; 5 a run (the floor) while an audit of
+    >>> # 320 pages is still decaying to the 289 needed
+    >>> round(trusted_audit_share(21900, 416600, 0.977, Policy(), audits=289) * 9500, 1)
+    6.6
+    >>> round(trusted_audit_share(21900, 416600, 0.977, Policy(), audits=320) * 9500, 1)
+    5.0
+    >>> # 1,000 URLs changing 1 % a run, alone (the 3 % cap: 30 a run) and beside 2,000
+    >>> # changing 5 % (the pool's need, 9 a run, is under this segment's floor)
+    >>> slow = trusted_audit_share(438, 43000, 0.977, Policy(), audits=900)
+    >>> pooled = trusted_audit_share(
+    ...     438, 43000, 0.977, Policy(), audits=900, pool=(4818, 126600, 1250)
+    ... )
     >>> round(slow * 990), round(pooled * 990)
     (30, 5)
+    >>> # 10,000 URLs changing 5 % after 10 runs (the decayed sums hold a fifth of the
+    >>> # steady state's), 160 audits counted: 131 more tops them up to the 289 needed
+    >>> round(trusted_audit_share(4550, 86500, 0.977, Policy(), audits=160, runs=10) * 9500)
+    131
     """
-    per_run_unchanged = n_unchanged * (1 - decay)
+    span = 1 - decay ** max(runs, 1) if runs is not None else 1.0
+    per_run_unchanged = n_unchanged * (1 - decay) / span
     if per_run_unchanged <= 0:
         return policy.audit_trusted
     shares = []
     if tp > 0:
-        shares.append(_needed_audits(tp, n_unchanged, decay, target) / per_run_unchanged)
+        shares.append(_audits_to_hold(tp, n_unchanged, audits, decay, target) / per_run_unchanged)
     if pool is not None and pool[0] > 0 and pool[1] > 0:
-        shares.append(_needed_audits(pool[0], pool[1], decay, target) / (pool[1] * (1 - decay)))
+        pool_tp, pool_unchanged, pool_audits = pool
+        held = _audits_to_hold(pool_tp, pool_unchanged, pool_audits, decay, target)
+        shares.append(held / (pool_unchanged * (1 - decay) / span))
     if not shares:
         return policy.audit_trusted
     share = max(min(shares), policy.audit_min / per_run_unchanged)
     return min(share, policy.audit_trusted)
 
 
-def _needed_audits(tp: float, n_unchanged: float, decay: float, target: float) -> float:
-    """Audits per run that keep TP / (TP + m_hi·N_unch) at ``target`` (no miss)."""
+def _audits_to_hold(
+    tp: float, n_unchanged: float, audits: float, decay: float, target: float
+) -> float:
+    """Audits this run that keep TP / (TP + m_hi·N_unch) at ``target`` (no miss): what the
+    decayed count will lack of z²(1/m* - 1) after this run's decay."""
     m_star = (tp / n_unchanged) * (1 / target - 1)
-    return (1 - decay) * Z_L2**2 * (1 / m_star - 1)
+    return max(Z_L2**2 * (1 / m_star - 1) - audits * decay, 0.0)
 
 
 def page_date_intervals(
