@@ -225,6 +225,16 @@ def run_decide(**over: object) -> Decision:
             },
             (True, "lastmod_changed"),
         ),
+        # ... and when the page, edited lately, changes often: the change rate decides
+        (
+            {
+                "previous_raw": "2026-11-10",
+                "lastmod": parse_lastmod("2026-11-27T13:00:00Z"),
+                "captured": (NOW - timedelta(days=3), NOW - timedelta(days=2)),
+                "intervals": [(DAY, True)] * 4,
+            },
+            (True, "lastmod_late"),
+        ),
         # TZ_SHIFT: used corrected by its offset, with the PROVISIONAL audit
         ({"verdict": "TZ_SHIFT", "draw": 0.05}, (True, "no_history")),
         ({"verdict": "TZ_SHIFT", "shift": 5 * 3600.0, "draw": 0.05}, (True, "audit")),

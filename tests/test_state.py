@@ -772,16 +772,19 @@ async def test_a_cluster_that_stays_put_is_a_stamp_not_the_generation_time(
     )
 
 
+@pytest.mark.parametrize("theta", [None, 1e-4])
 @deferred_f_from_coro_f
 async def test_a_lagged_sitemap_reports_late_not_wrong(
-    site: tuple[Site, MockServer], tmp_path: Path
+    site: tuple[Site, MockServer], tmp_path: Path, theta: float | None
 ) -> None:
     """A sitemap rebuilt some time after the pages change: the audit finds changes the
     lastmod does not show yet. A change after the moment the sitemap was built (its
     Last-Modified) waits for the rebuild instead of counting as a miss; the rebuild's
     lastmods, inside the window our fetch found the change in, settle it as a true positive
-    and are not fetched again; a change no rebuild ever reports counts as a miss after
-    ``LAG_RUNS`` runs."""
+    and are fetched again only as the pages' change rate says (``lastmod_late``: a page
+    edited lately may have been edited since; here the rates, capped at 10 a day, give a
+    change in the seconds since under the default θ, and over θ = 0.0001); a change no
+    rebuild ever reports counts as a miss after ``LAG_RUNS`` runs."""
     built, server = site
     state = tmp_path / "state.sqlite"
     audit_all = {"SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL": 1.0}
@@ -815,12 +818,15 @@ async def test_a_lagged_sitemap_reports_late_not_wrong(
     built.posts[3]["modified"] = built.now - dt.timedelta(days=3 + 7 * 3, hours=3)
     built.write()
     built.posts[3]["modified"] = kept
-    items3, report3, _, log3 = await run(server, state, since="last", pages="refetch")
+    chosen = {} if theta is None else {"SITEMAPCRAWL_INCREMENTAL_THETA": theta}
+    items3, report3, _, log3 = await run(server, state, chosen, since="last", pages="refetch")
     posts3 = report3["segments"][1]
     got = decisions(items3)
-    # posts 0-2 moved to times our run-2 fetches already have: nothing to fetch
-    assert [got[f"posts/{i}"] for i in range(4)] == [(False, "lastmod_unchanged")] * 4
-    assert paths(log3, "/posts/") == []
+    # posts 0-2 moved to times our run-2 fetches already have: what to fetch is the rate's
+    late = [(False, "lastmod_unchanged")] * 3 if theta is None else [(True, "lastmod_late")] * 3
+    assert [got[f"posts/{i}"] for i in range(4)] == [*late, (False, "lastmod_unchanged")]
+    fetched = [] if theta is None else ["/posts/0", "/posts/1", "/posts/2"]
+    assert paths(log3, "/posts/") == fetched
     l2 = posts3["cross_run"]["l2"]
     assert (l2["tp"], l2["fn"]) == (3, 0)
     assert posts3["cross_run"]["late_reports"] == {"settled": 3, "waiting": 0}

@@ -32,8 +32,14 @@ rate (a page last edited two years ago is not fetched again tomorrow), so the se
 is not needed. On the simulated web at equal fetches this is 0.7-2.2 points less stale than
 the fetch-interval estimate alone (docs/benchmarks.md).
 
-Reasons (``refetch_reason``): new, lastmod_changed, lastmod_unchanged, audit, max_age,
-undated, no_history, poisson, poisson_wait.
+A lastmod that moved to a time our last fetch already covers (a lagged sitemap catching up,
+``captured`` in :func:`delta_l`) says nothing of the time since, but it does say the page was
+edited lately: the page's change rate decides, with θ, as for an untrusted URL
+(``lastmod_late``). On the simulated web's lagged sitemap: 7 % more page GETs, 30 % fewer
+changes missed (docs/benchmarks.md).
+
+Reasons (``refetch_reason``): new, lastmod_changed, lastmod_late, lastmod_unchanged, audit,
+max_age, undated, no_history, poisson, poisson_wait.
 """
 
 from __future__ import annotations
@@ -509,6 +515,20 @@ def decide(
     if trusting and moved is not None:
         if moved:
             return Decision(True, "lastmod_changed", True)
+        if (
+            captured is not None
+            and lastmod is not None
+            and previous_raw is not None
+            and previous_raw != lastmod.raw
+            and last_fetch is not None
+        ):
+            # A late report of a change our last fetch has: it says nothing of the time
+            # since, but it says the page was edited lately. Whether to fetch it is the
+            # change rate's question (a page edited lately is edited again more often than
+            # its lastmod, still catching up, shows).
+            rate = change_rate(intervals, prior[0], prior[1], policy)
+            if change_probability(rate, (now - last_fetch).total_seconds()) >= policy.theta:
+                return Decision(True, "lastmod_late", False)
         if audit_share is not None:
             share = audit_share
         elif verdict in ("TRUSTED", "OVER_REPORTING"):
