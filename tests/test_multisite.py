@@ -22,6 +22,7 @@ from sitemapcrawl.redirectguard import PrivateRedirectMiddleware
 from sitemapcrawl.verification import site_verification
 from sitemapcrawl.verify.store import read_reports
 from tests.mockserver import MockServer
+from tests.test_state import _page, iso
 from tests.utils.crawl import crawl_with_reports, our_stats, scrapy_crawl
 
 if TYPE_CHECKING:
@@ -32,17 +33,8 @@ DAY = dt.timedelta(days=1)
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
 
-def iso(value: dt.datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def page(modified: dt.datetime) -> str:
-    data = {"@context": "https://schema.org", "@type": "Article", "dateModified": iso(modified)}
-    return (
-        "<!DOCTYPE html><html><head><title>x</title>"
-        f'<script type="application/ld+json">{json.dumps(data)}</script></head>'
-        "<body><main><article><p>Text.</p></article></main></body></html>"
-    )
+    return _page(modified, "Text.")
 
 
 class TwoSites:

@@ -69,6 +69,7 @@ __all__ = [
     "decide",
     "delta_l",
     "interval",
+    "late_report",
     "page_date_intervals",
     "page_dates_verified",
     "reports_within",
@@ -167,8 +168,20 @@ def delta_l(
     if lastmod is None or lastmod.value is None:
         return None
     if compare_raw and previous_raw is not None and previous_raw != lastmod.raw:
-        return captured is None or not reports_within(lastmod, captured, shift, utc_offset)
+        return not late_report(lastmod, captured, shift, utc_offset)
     return _shifted(interval(lastmod, utc_offset)[1], shift) > since
+
+
+def late_report(
+    lastmod: LastMod,
+    captured: tuple[datetime, datetime] | None,
+    shift: float = 0.0,
+    utc_offset: float | None = None,
+) -> bool:
+    """Whether a lastmod value that moved reports a time inside ``captured``, the window
+    between our last two fetches of the page when the later one found it changed: a late
+    report (a lagged sitemap) of a change that fetch already has."""
+    return captured is not None and reports_within(lastmod, captured, shift, utc_offset)
 
 
 def interval(
@@ -516,11 +529,11 @@ def decide(
         if moved:
             return Decision(True, "lastmod_changed", True)
         if (
-            captured is not None
+            since_last
             and lastmod is not None
-            and previous_raw is not None
-            and previous_raw != lastmod.raw
+            and previous_raw not in (None, lastmod.raw)
             and last_fetch is not None
+            and late_report(lastmod, captured, shift or 0.0, utc_offset)
         ):
             # A late report of a change our last fetch has: it says nothing of the time
             # since, but it says the page was edited lately. Whether to fetch it is the
