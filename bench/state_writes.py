@@ -19,10 +19,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import sitemapcrawl.verify.store as store_module
-from sitemapcrawl.verify.store import StateStore
+import sitemapcrawl.incremental.store as store_module
+from sitemapcrawl.incremental.store import StateStore
 
-BATCH = 20_000  # sitemapcrawl.state._FLUSH_EVERY
+BATCH = 20_000  # sitemapcrawl.incremental.crawlstate._FLUSH_EVERY
 ORIGIN = "http://127.0.0.1:8000"
 WORDS = [
     "garden",

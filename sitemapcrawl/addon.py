@@ -12,13 +12,16 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import SETTINGS_PRIORITIES
 
 from .distributed import redis_settings
-from .extensions import SitemapProgressExtension
+from .downloadermiddlewares.httpcompression import SitemapHttpCompressionMiddleware
+from .downloadermiddlewares.privateredirect import PrivateRedirectMiddleware
+from .downloadermiddlewares.robotstxt import SitemapRobotsTxtMiddleware
+from .extensions.progress import SitemapProgressExtension
+from .extensions.sitemapdownload import SitemapDownloadExtension
 from .htmlreport.extension import HtmlReportExtension
-from .httpcompression import SitemapHttpCompressionMiddleware
-from .middlewares import SitemapBatchMiddleware, SitemapLastmodMiddleware
-from .pipelines import PageSamplingPipeline, ScrapedCountPipeline
-from .redirectguard import PrivateRedirectMiddleware
-from .robotstxt import SitemapRobotsTxtMiddleware
+from .pipelines.sampling import PageSamplingPipeline
+from .pipelines.scrapedcount import ScrapedCountPipeline
+from .spidermiddlewares.batch import SitemapBatchMiddleware
+from .spidermiddlewares.lastmod import SitemapLastmodMiddleware
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -84,7 +87,7 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_LINKS_NOFOLLOW": True,  # respect rel=nofollow and meta robots nofollow
     "SITEMAPCRAWL_LINKS_MAX_PAGE_SIZE": 5 * 1024 * 1024,  # bytes: larger pages are skipped
     "SITEMAPCRAWL_LINKS_CHECK_UNREACHED": True,  # full: fetch listed URLs links missed
-    # State across runs (sitemapcrawl.state): verdict history, lastmod history, fingerprints,
+    # State across runs (sitemapcrawl.incremental): verdict history, lastmod history, fingerprints,
     # sitemap validators. Relative paths are under the crawl's working directory; "" = off.
     "SITEMAPCRAWL_STATE_PATH": ".scrapy/sitemapcrawl/state.sqlite",  # argument: state
     "SITEMAPCRAWL_CONDITIONAL_SITEMAPS": True,  # If-None-Match / If-Modified-Since; 304 replays
@@ -170,6 +173,8 @@ class SitemapCrawlAddon:
             "addon",
         )
         settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapProgressExtension, 500)
+        # Sitemap bodies carry no Scrapy size cap: this stops them, keeping what arrived.
+        settings.setdefault_in_component_priority_dict("EXTENSIONS", SitemapDownloadExtension, 500)
         settings.setdefault_in_component_priority_dict("EXTENSIONS", HtmlReportExtension, 500)
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", SitemapLastmodMiddleware, 550

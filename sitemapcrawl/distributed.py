@@ -31,6 +31,8 @@ from scrapy.utils.misc import load_object
 from scrapy_redis import connection, defaults
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 
+from sitemapcrawl import meta
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Request
@@ -38,10 +40,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LOCAL_META", "Scheduler", "SharedProgress", "redis_settings", "requeue"]
-
-#: Request meta: this request stays in the worker that scheduled it.
-LOCAL_META = "sitemapcrawl_local"
+__all__ = ["Scheduler", "SharedProgress", "redis_settings", "requeue"]
 
 
 def redis_settings(url: str) -> dict[str, Any]:
@@ -56,7 +55,8 @@ def redis_settings(url: str) -> dict[str, Any]:
 
 class Scheduler(RedisScheduler):  # type: ignore[misc]  # scrapy-redis has no type hints
     """scrapy-redis's shared scheduler, and a queue of this worker's own for the requests
-    marked ``LOCAL_META``, served first. Every other request goes through Redis as before."""
+    marked ``sitemapcrawl_local`` (``meta.LOCAL``), served first. Every other request goes
+    through Redis as before."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -69,7 +69,7 @@ class Scheduler(RedisScheduler):  # type: ignore[misc]  # scrapy-redis has no ty
     # and the stats counted without the ``spider`` argument Scrapy 2.19 deprecates.
 
     def enqueue_request(self, request: Request) -> bool:
-        if request.meta.get(LOCAL_META):
+        if request.meta.get(meta.LOCAL):
             self.local.append(request)
             self._count("scheduler/enqueued/local")
             return True

@@ -1,36 +1,8 @@
-"""Leave sitemap bodies compressed: the core decodes them as a stream, capped.
+"""Deprecated path: the compression middleware is in ``sitemapcrawl.downloadermiddlewares``."""
 
-Scrapy's ``HttpCompressionMiddleware`` inflates a ``Content-Encoding`` body whole, up to
-``download_maxsize``, and drops the response when it is larger: a sitemap whose first
-thousand URLs were followed by a bomb lost all of them. For sitemap requests (meta
-``sitemapcrawl_sitemap``) this subclass passes the body on still encoded, with its
-``Content-Encoding`` header, and :class:`sitemapcrawl.sitemaps.decompress.BodyDecoder` decodes
-it chunk by chunk up to ``SITEMAPCRAWL_MAX_SIZE``, keeping every entry before the cap. Every
-other response (robots.txt, pages) is decoded by Scrapy as usual.
-"""
+from sitemapcrawl.deprecate import moved
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
-
-if TYPE_CHECKING:
-    from scrapy import Request, Spider
-    from scrapy.http import Response
-
-__all__ = ["SITEMAP_META", "SitemapHttpCompressionMiddleware"]
-
-#: Set on sitemap requests by the spider.
-SITEMAP_META = "sitemapcrawl_sitemap"
-
-
-class SitemapHttpCompressionMiddleware(HttpCompressionMiddleware):
-    """``HttpCompressionMiddleware`` that leaves sitemap bodies to the streaming decoder."""
-
-    def process_response(
-        self, request: Request, response: Response, spider: Spider | None = None
-    ) -> Request | Response:
-        if request.meta.get(SITEMAP_META):
-            return response
-        return super().process_response(request, response)
+__getattr__ = moved(
+    __name__,
+    {"SitemapHttpCompressionMiddleware": "sitemapcrawl.downloadermiddlewares.httpcompression"},
+)

@@ -28,6 +28,7 @@ from scrapy.http import HtmlResponse
 from scrapy.linkextractors import LinkExtractor
 from w3lib.url import canonicalize_url
 
+from sitemapcrawl import meta
 from sitemapcrawl.items import SitemapUrlItem
 from sitemapcrawl.sitemaps.scope import ScopePolicy, private_address
 from sitemapcrawl.sitemaps.seen import SeenUrls
@@ -49,10 +50,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LINK_MODES", "LinkFollower"]
+__all__ = ["LINK_MODES", "LinkFollower", "LinkFollowers"]
 
 LINK_MODES = ("off", "fallback", "sample", "full")
-LINK_META = "sitemapcrawl_link"  # the link depth of a page request made by the follower
 _P = "sitemapcrawl/links/"
 
 
@@ -262,10 +262,10 @@ class LinkFollower:
         if not isinstance(response, HtmlResponse):
             self.stats.inc_value(_P + "not_html_count")
             return
-        meta = " ".join(
+        robots_meta = " ".join(
             response.xpath("//meta[translate(@name,'ROBTS','robts')='robots']/@content").getall()
         )
-        if record.noindex is None and noindex_in(meta):
+        if record.noindex is None and noindex_in(robots_meta):
             record.noindex = "meta"
         canonical = response.xpath(
             "//link[contains(concat(' ',translate(@rel,'CANOIL','canoil'),' '),"
@@ -275,7 +275,7 @@ class LinkFollower:
             record.canonical = urljoin(response.url, canonical.strip())
         if checking:
             return
-        if self.nofollow and "nofollow" in meta.lower():
+        if self.nofollow and "nofollow" in robots_meta.lower():
             self.stats.inc_value(_P + "nofollow_pages_count")
             return
         for link in self.extractor.extract_links(response):
@@ -362,7 +362,7 @@ class LinkFollower:
         request = Request(
             record.url,
             meta={
-                LINK_META: record.depth,
+                meta.LINK: record.depth,
                 "handle_httpstatus_all": True,
                 "download_maxsize": self.max_page_size,
                 "download_warnsize": 0,
@@ -420,3 +420,35 @@ class LinkFollower:
             pages_fetched=self.fetched,
             unchecked=self.unchecked if self.check_unreached else None,
         )
+
+
+class LinkFollowers:
+    """The crawl's link followers: one per site ("" for a crawl of one site; in a crawl
+    over several, each site has its own page budget and coverage), all in one mode (the
+    ``links`` argument, else ``SITEMAPCRAWL_LINKS``)."""
+
+    def __init__(self, crawler: Crawler, mode: str, sites: list[str]) -> None:
+        self._crawler = crawler
+        self.mode = mode
+        self._sites = sites
+        self._followers: dict[str, LinkFollower] = {}
+
+    def of_site(self, site: str) -> LinkFollower:
+        """``site``'s follower ("" in a crawl of one site), created on first use."""
+        found = self._followers.get(site)
+        if found is None:
+            found = self._followers[site] = LinkFollower(self._crawler, self.mode)
+        return found
+
+    def get(self, site: str) -> LinkFollower | None:
+        """``site``'s follower when it follows links."""
+        found = self._followers.get(site)
+        return found if found is not None and found.active else None
+
+    def of_url(self, url: str) -> LinkFollower | None:
+        """The follower told about the page ``url``, when links are followed."""
+        return self.get(urljoin(url, "/") if self._sites else "")
+
+    def active(self) -> list[LinkFollower]:
+        """The followers that follow links."""
+        return [follower for follower in self._followers.values() if follower.active]

@@ -1,48 +1,7 @@
-"""Refuse redirects that lead a crawl to a private address its first URL was not on."""
+"""Deprecated path: the private-redirect guard is in ``sitemapcrawl.downloadermiddlewares``."""
 
-from __future__ import annotations
+from sitemapcrawl.deprecate import moved
 
-from typing import TYPE_CHECKING
-from urllib.parse import urljoin
-
-from scrapy.exceptions import IgnoreRequest
-
-from sitemapcrawl.sitemaps.scope import private_address
-from sitemapcrawl.verification import site_verification
-
-if TYPE_CHECKING:
-    from typing import Self
-
-    from scrapy import Request
-    from scrapy.crawler import Crawler
-
-__all__ = ["PrivateRedirectMiddleware"]
-
-_KEY = "sitemapcrawl/sitemaps/private_address_count"
-
-
-class PrivateRedirectMiddleware:
-    """Drop a redirected request whose target is a private, loopback or link-local address
-    (169.254.169.254, 10.x…) that the first URL of its redirect chain was not on.
-
-    The spider refuses such sitemap URLs before requesting them; a redirect would otherwise
-    take Scrapy there anyway (server-side request forgery). Meta read: ``redirect_urls``.
-    Stats: ``sitemapcrawl/sitemaps/private_address_count``.
-    """
-
-    def __init__(self, crawler: Crawler) -> None:
-        self._crawler = crawler
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
-
-    def process_request(self, request: Request) -> None:
-        chain = request.meta.get("redirect_urls")
-        if chain and private_address(request.url, chain[0]):
-            stats = self._crawler.stats
-            assert stats is not None
-            # a crawl over several sites: the share of the sitemap's site (its task's)
-            site = getattr(request.cb_kwargs.get("task"), "site", None) or urljoin(chain[0], "/")
-            site_verification(self._crawler).inc(stats, site, _KEY)
-            raise IgnoreRequest(f"redirected from {chain[0]} to a private address")
+__getattr__ = moved(
+    __name__, {"PrivateRedirectMiddleware": "sitemapcrawl.downloadermiddlewares.privateredirect"}
+)

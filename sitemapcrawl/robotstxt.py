@@ -1,70 +1,7 @@
-"""Scrapy's robots.txt middleware, with the concurrent-waiters bug of Scrapy 2.19 fixed."""
+"""Deprecated path: the robots.txt middleware is in ``sitemapcrawl.downloadermiddlewares``."""
 
-from __future__ import annotations
+from sitemapcrawl.deprecate import moved
 
-from typing import TYPE_CHECKING
-
-from scrapy import signals
-from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
-from scrapy.utils.defer import maybe_deferred_to_future
-from scrapy.utils.httpobj import urlparse_cached
-from scrapy.utils.misc import build_from_crawler
-from twisted.internet.defer import Deferred
-
-if TYPE_CHECKING:
-    from scrapy import Request
-    from scrapy.http import Response
-    from scrapy.robotstxt import RobotParser
-
-__all__ = ["SitemapRobotsTxtMiddleware"]
-
-
-class SitemapRobotsTxtMiddleware(RobotsTxtMiddleware):
-    """``RobotsTxtMiddleware`` whose waiting requests all get the parsed robots.txt.
-
-    In Scrapy 2.19 every request that arrives while a host's robots.txt is being fetched
-    awaits the same Deferred through ``maybe_deferred_to_future``, whose callback consumes
-    the result: the first waiter gets the parser, every later one gets ``None`` and is let
-    through unchecked. Sampled pages arrive in a burst, so disallowed pages were fetched
-    (``tests/test_verification.py`` shows it). Here each waiter gets its own Deferred, fed
-    by a callback that passes the result on. Registered by the add-on in the stock
-    middleware's place.
-    """
-
-    def reuse(self, response: Response) -> bool:
-        """Parse a robots.txt the spider downloaded itself (for its ``Sitemap:`` lines), so
-        that page requests do not fetch the same file again. Only a complete 200: anything
-        else is left to the middleware's own request, as Scrapy would make it. False when
-        the host already has a parser (or one on its way)."""
-        request = response.request
-        if (
-            response.status != 200
-            or "download_stopped" in response.flags
-            or "dataloss" in response.flags
-            or request is None
-        ):
-            return False
-        netloc = urlparse_cached(request).netloc
-        if netloc in self._parsers:
-            return False
-        parser = build_from_crawler(self._parserimpl, self.crawler, response.body)
-        self._parsers[netloc] = parser
-        self._stats.inc_value("robotstxt/response_count")
-        self._stats.inc_value(f"robotstxt/response_status_count/{response.status}")
-        self.crawler.signals.send_catch_log(
-            signal=signals.robots_parsed, robotparser=parser, request=request
-        )
-        return True
-
-    async def robot_parser(self, request: Request) -> RobotParser | None:
-        parser = self._parsers.get(urlparse_cached(request).netloc)
-        if isinstance(parser, Deferred):
-            waiter: Deferred[RobotParser | None] = Deferred()
-
-            def relay(result: RobotParser | None) -> RobotParser | None:
-                waiter.callback(result)
-                return result  # the next waiter gets it too
-
-            parser.addCallback(relay)
-            return await maybe_deferred_to_future(waiter)
-        return await super().robot_parser(request)
+__getattr__ = moved(
+    __name__, {"SitemapRobotsTxtMiddleware": "sitemapcrawl.downloadermiddlewares.robotstxt"}
+)

@@ -17,7 +17,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem, SiteReport
-from sitemapcrawl.middlewares import SitemapBatchMiddleware
+from sitemapcrawl.spidermiddlewares.batch import SitemapBatchMiddleware
 from sitemapcrawl.spiders.sitemap import SitemapCrawlSpider
 from tests.utils.crawl import crawl, crawl_with_report
 

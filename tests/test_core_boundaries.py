@@ -13,7 +13,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-from sitemapcrawl.extensions import SitemapProgressExtension
+from sitemapcrawl.extensions.progress import SitemapProgressExtension
 from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem
 from sitemapcrawl.sitemaps.robots import ROBOTS_MAX_RULES_SIZE, parse_robots
 from sitemapcrawl.sitemaps.scope import ScopePolicy, private_address
@@ -29,6 +29,9 @@ def test_core_never_imports_scrapy_or_twisted() -> None:
         import sys
         import sitemapcrawl.sitemaps
         from sitemapcrawl.sitemaps import dates, decompress, extensions, reader, robots, scope
+        from sitemapcrawl.verify import coverage, crossrun, pagedates, sampling, schedule
+        from sitemapcrawl.verify import scoring
+        from sitemapcrawl.incremental import crawlstate, store
         bad = sorted(m for m in sys.modules if m.split(".")[0] in ("scrapy", "twisted"))
         assert not bad, bad
         """

@@ -365,7 +365,7 @@ def test_page_date_intervals_first_fetch_and_verification() -> None:
 
 
 def test_last_modified_equal_to_date_is_no_evidence() -> None:
-    from sitemapcrawl.pipelines import _is_now
+    from sitemapcrawl.pipelines.pages import _is_now
     from sitemapcrawl.sitemaps.dates import parse_feed_date
 
     date = parse_feed_date("Mon, 30 Nov 2026 12:00:00 GMT")

@@ -129,7 +129,8 @@ def test_a_local_request_never_reaches_the_shared_queue(redis_url: str) -> None:
     from scrapy import Request, Spider
     from scrapy.utils.test import get_crawler
 
-    from sitemapcrawl.distributed import LOCAL_META, Scheduler, redis_settings
+    from sitemapcrawl.distributed import Scheduler, redis_settings
+    from sitemapcrawl.meta import LOCAL
 
     class Probe(Spider):
         name = "probe-local"
@@ -143,7 +144,7 @@ def test_a_local_request_never_reaches_the_shared_queue(redis_url: str) -> None:
     mine, theirs = scheduler(), scheduler()
     shared = redis.Redis.from_url(redis_url)
     try:
-        assert mine.enqueue_request(Request("data:,", dont_filter=True, meta={LOCAL_META: True}))
+        assert mine.enqueue_request(Request("data:,", dont_filter=True, meta={LOCAL: True}))
         assert mine.enqueue_request(Request("http://127.0.0.1:1/shared", dont_filter=True))
         assert shared.zcard("probe-local:requests") == 1  # only the shared one went to Redis
         assert len(mine) == 2

@@ -18,7 +18,6 @@ import urllib.request
 from contextlib import ExitStack
 from html.parser import HTMLParser
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -29,14 +28,16 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 from websockets.sync.client import connect
 
-import sitemapcrawl.extensions
-from sitemapcrawl.extensions import SitemapProgressExtension
+import sitemapcrawl.extensions.progress
+from sitemapcrawl.crawlcontext import crawl_context
+from sitemapcrawl.extensions.progress import SitemapProgressExtension
 from sitemapcrawl.htmlreport import collect, feed, markup, plots, render
 from sitemapcrawl.htmlreport.collect import LastmodHistogram, SiteTally
 from sitemapcrawl.htmlreport.extension import HtmlReportExtension
 from sitemapcrawl.htmlreport.feed import FeedError, iter_feed, read_runs
 from sitemapcrawl.htmlreport.markup import Markup, el
 from sitemapcrawl.htmlreport.render import render_html, render_report
+from sitemapcrawl.spiders.arguments import parse_arguments
 from tests.mockserver import MockServer
 from tests.utils.crawl import crawl_with_report, project_settings
 
@@ -399,7 +400,7 @@ def test_pure_modules_do_not_import_scrapy_or_twisted() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    [collect, feed, markup, plots, render, sitemapcrawl.extensions],
+    [collect, feed, markup, plots, render, sitemapcrawl.extensions.progress],
     ids=lambda module: module.__name__,
 )
 def test_doctests(module: Any) -> None:
@@ -581,13 +582,15 @@ def test_progress_line_has_pages_sampled_and_eta(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     now = [1000.0]
-    monkeypatch.setattr(sitemapcrawl.extensions, "_clock", lambda: now[0])
+    monkeypatch.setattr(sitemapcrawl.extensions.progress, "_clock", lambda: now[0])
     crawler = get_crawler(settings_dict=project_settings())
     assert crawler.stats is not None
     stats = crawler.stats
     extension = build_from_crawler(SitemapProgressExtension, crawler)  # clock: 1000
-    crawler.spider = SimpleNamespace(max_urls=600)  # type: ignore[assignment]
-    caplog.set_level(logging.INFO, logger="sitemapcrawl.extensions")
+    crawl_context(crawler).arguments = parse_arguments(
+        {"origin": "http://127.0.0.1", "max_urls": 600}, (), crawler.settings
+    )
+    caplog.set_level(logging.INFO, logger="sitemapcrawl.extensions.progress")
     for key, value in {
         "sitemaps/requested_count": 5,
         "sitemaps/done_count": 3,

@@ -15,7 +15,7 @@ from typing import Any
 
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from sitemapcrawl.verify.store import StateStore
+from sitemapcrawl.incremental.store import StateStore
 from tests.mockserver import MockServer
 from tests.utils.crawl import crawl_with_report
 

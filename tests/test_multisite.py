@@ -15,12 +15,12 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
+from sitemapcrawl.crawlcontext import crawl_context
+from sitemapcrawl.downloadermiddlewares.privateredirect import PrivateRedirectMiddleware
 from sitemapcrawl.htmlreport.extension import HtmlReportExtension
 from sitemapcrawl.htmlreport.feed import read_runs
 from sitemapcrawl.htmlreport.render import render_html
-from sitemapcrawl.redirectguard import PrivateRedirectMiddleware
-from sitemapcrawl.verification import site_verification
-from sitemapcrawl.verify.store import read_reports
+from sitemapcrawl.incremental.store import read_reports
 from tests.mockserver import MockServer
 from tests.test_state import _page, iso
 from tests.utils.crawl import crawl_with_reports, our_stats, scrapy_crawl
@@ -371,7 +371,7 @@ def test_a_redirect_to_a_private_address_is_counted_for_its_site() -> None:
     (the first URL of the chain; a real crawl's redirect to 169.254.x cannot be made on a
     loopback-only test machine: tests/test_hardening.py does it through a resolver)."""
     crawler = get_crawler(settings_dict={})
-    verification = site_verification(crawler)
+    verification = crawl_context(crawler)
     verification.set_sites(["https://a.example/", "https://b.example/"])
     guard = PrivateRedirectMiddleware.from_crawler(crawler)
     moved = Request(

@@ -451,7 +451,7 @@ async def test_scraped_count_is_kept_by_the_last_pipeline(
     nobody counts with CoreStats off."""
     server = site("basic")
     stock = "scrapy.extensions.corestats.CoreStats"
-    ours = "sitemapcrawl.pipelines.ScrapedCountPipeline"
+    ours = "sitemapcrawl.pipelines.scrapedcount.ScrapedCountPipeline"
     counts = []
     files = []
     for extra in (

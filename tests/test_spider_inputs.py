@@ -173,7 +173,7 @@ async def test_robots_5xx_is_retried_then_guessing_takes_over(mockserver: MockSe
 
 @deferred_f_from_coro_f
 async def test_progress_is_logged_while_crawling(mockserver: MockServer, caplog: Any) -> None:
-    caplog.set_level("INFO", logger="sitemapcrawl.extensions")
+    caplog.set_level("INFO", logger="sitemapcrawl.extensions.progress")
     items, _ = await crawl(
         settings={"SITEMAPCRAWL_PROGRESS_INTERVAL": 0.1},
         sitemap_urls=f"{mockserver.base}/_/slow/1/sites/guess/sitemap.xml",

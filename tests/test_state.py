@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from sitemapcrawl.verify.store import SCHEMA_VERSION, StateStore
+from sitemapcrawl.incremental.store import SCHEMA_VERSION, StateStore
 from tests.mockserver import MockServer
 from tests.utils.crawl import crawl_with_report, our_stats
 

@@ -29,15 +29,19 @@ This spider
    readable diff and lets ``TESTMASTER_SKIPPED_FIELDS`` drop a field (``testmaster parse``
    dropped them altogether: it kept ``Item`` and ``dict`` results only).
 9. Spider state: testmaster pickles ``spider.__dict__`` before and after the callback and
-   compares it by ``==``. This spider holds ``Request`` objects (sitemaps waiting or in
-   flight; their callbacks would pickle the whole crawler), a ``SeenUrls`` table of salted
-   ``hash()`` values (meaningless in another process), and objects without ``==``. The
-   state is recorded in a portable form (requests as dicts, seen URLs as the URLs) and
-   compared by value.
-10. ``site_report`` yields a report that the sampling pipeline builds from what it kept
-    during the crawl; the recorded fixture keeps that state (segment records, stats) and
-    replay rebuilds the report from it with the real ``PageSamplingPipeline``. The page
-    fetches themselves happen in the pipeline (not a callback): they are not replayed.
+   compares it by ``==``. This spider's progress lives in its parts (``frontier``,
+   ``reading``, ``discovery``), which also hold the crawler; it includes ``Request``
+   objects (sitemaps waiting; their callbacks would pickle the whole crawler) and a
+   ``SeenUrls`` table of salted ``hash()`` values (meaningless in another process). The
+   state is recorded as the spider's own data attributes plus each part's progress
+   attributes, in a portable form (requests as dicts, seen URLs as the URLs), and
+   compared by value; replay configures the spider (its parts are rebuilt from its
+   arguments) and puts the recorded progress back into its parts.
+10. ``site_report`` yields the report that ``sitemapcrawl.pipelines.report`` builds from
+    the crawl context (segment records, stats, the discovery log); the recorded fixture
+    keeps that context and replay rebuilds the report from it. The page fetches and the
+    link follower's crawl happen in the pipeline (not a callback): they are not replayed,
+    their results (coverage, link-only items) are.
 11. ``view.json`` (testmaster's summary of each fixture's request) is written with
     ``json.dump``, which fails half-way on the ``SitemapTask`` in ``cb_kwargs`` and leaves a
     broken file: it is written with such objects as data (and indented).
@@ -67,10 +71,10 @@ from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.spider import iterate_spider_output
 
-import sitemapcrawl.spiders.sitemap as spider_module
-from sitemapcrawl.pipelines import PageSamplingPipeline
+import sitemapcrawl.spiders.reading as reading_module
+from sitemapcrawl.crawlcontext import crawl_context
+from sitemapcrawl.pipelines.report import site_reports
 from sitemapcrawl.sitemaps.seen import SeenUrls
-from sitemapcrawl.verification import site_verification
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -112,9 +116,19 @@ REPLAY_SETTINGS: dict[str, Any] = {
     "SITEMAPCRAWL_STATE_PATH": "",
 }
 _VERIFICATION_ATTR = "_testmaster_verification"  # (10) recorded state, not spider state
-#: Spider attributes kept by signal handlers, not by callbacks: the downloader changes them
-#: between the recorded "before" and "after" of a callback. Replayed, but not compared.
-NOT_COMPARED = frozenset({"_downloading", _VERIFICATION_ATTR})
+#: Recorded, not compared.
+NOT_COMPARED = frozenset({_VERIFICATION_ATTR})
+#: Each part of the spider with the attributes that are the crawl's progress; the rest is
+#: configuration, rebuilt from the spider's arguments on replay. The frontier's requests
+#: in the downloader are kept by a signal handler, between the recorded "before" and
+#: "after" of a callback: not recorded.
+_PARTS = {
+    "frontier": ("visited", "scheduled", "_in_flight", "_seq", "_waiting", "_closing"),
+    "reading": ("seen", "urls_emitted", "closing", "_report_sent"),
+    "discovery": ("faults", "top_level_files", "listed_twice", "logged"),
+}
+#: Spider attributes that are neither data nor progress (parts without progress).
+_NOT_STATE = frozenset({"crawler", "settings", "start_urls", "robots", _VERIFICATION_ATTR})
 
 
 # -- 9. spider state in a portable form ----------------------------------------------------
@@ -138,7 +152,7 @@ class PortableSeenUrls(SeenUrls):
 
 def record_portably() -> None:
     """In a recording process (``settings.py``): the spider keeps a ``PortableSeenUrls``."""
-    spider_module.SeenUrls = PortableSeenUrls
+    reading_module.SeenUrls = PortableSeenUrls  # type: ignore[misc]
 
 
 class RecordedRequest(dict[str, Any]):
@@ -149,12 +163,18 @@ class RecordedSeenUrls(list[str]):
     """A ``SeenUrls`` held in a spider attribute, as the URLs it holds, in order."""
 
 
+class RecordedPart(dict[str, Any]):
+    """A part of the spider (``frontier``, ``reading``, ``discovery``) as its progress."""
+
+
 def _freeze(value: Any, spider: Spider) -> Any:
     """Spider state as data: requests and seen-URL tables become their portable forms."""
     if isinstance(value, Request):
         return RecordedRequest(value.to_dict(spider=spider))
     if isinstance(value, PortableSeenUrls):
         return RecordedSeenUrls(value.urls)
+    if isinstance(value, RecordedPart):
+        return RecordedPart({k: _freeze(v, spider) for k, v in value.items()})
     if type(value) is dict:
         return {k: _freeze(v, spider) for k, v in value.items()}
     if type(value) in (list, tuple):
@@ -171,6 +191,8 @@ def _thaw(value: Any, spider: Spider) -> Any:
         for url in value:
             seen.add(url)
         return seen
+    if isinstance(value, RecordedPart):
+        return RecordedPart({k: _thaw(v, spider) for k, v in value.items()})
     if type(value) is dict:
         return {k: _thaw(v, spider) for k, v in value.items()}
     if type(value) in (list, tuple):
@@ -191,39 +213,51 @@ def _comparable(value: Any) -> Any:
 
 
 def _state(spider: Spider) -> dict[str, Any]:
-    """What testmaster records of a spider (its ``__dict__`` but a few attributes)."""
-    skipped = {"crawler", "settings", "start_urls", _VERIFICATION_ATTR}
-    return {k: v for k, v in vars(spider).items() if k not in skipped}
+    """What testmaster records of a spider: its own data attributes, and each part's
+    progress (9)."""
+    state = {k: v for k, v in vars(spider).items() if k not in _NOT_STATE and k not in _PARTS}
+    for name, fields in _PARTS.items():
+        part = vars(spider).get(name)
+        if part is not None:
+            state[name] = RecordedPart({field: getattr(part, field) for field in fields})
+    return state
 
 
-def _recordable(spider: Spider) -> Spider:
+def _recordable(spider: Spider, report_due: bool) -> Spider:
     """A shallow copy of the spider (same class, so testmaster finds callbacks by name)
-    whose attributes are frozen, plus the verification state when the report is due (10)."""
+    holding only its frozen state, plus the crawl context when the report is due (10)."""
     snapshot = copy.copy(spider)
+    kept = {k: v for k, v in vars(spider).items() if k in ("crawler", "settings", "start_urls")}
+    vars(snapshot).clear()
+    vars(snapshot).update(kept)
     for name, value in _state(spider).items():
         setattr(snapshot, name, _freeze(value, spider))
-    verification = site_verification(spider.crawler)
-    builder = verification.report_builder
-    if builder is not None:
-        pipeline = builder.__self__
+    if report_due:
+        context = crawl_context(spider.crawler)
+        reports = site_reports(spider.crawler)
         stats = spider.crawler.stats
         assert stats is not None
         setattr(
             snapshot,
             _VERIFICATION_ATTR,
             {
-                "segments": verification.segments,
-                "started": verification.started,
+                "segments": context.segments,
+                "started": context.started,
                 "stats": dict(stats.get_stats()),
-                "sampling": pipeline.sampling,
                 # the link follower's results as they were (its pages are fetched by the
                 # pipeline, outside any callback): the report's coverage, the link items
-                "coverage": pipeline._coverage(dict(stats.get_stats()), ""),
-                "segment_coverage": pipeline._segment_coverage(),
-                "link_items": verification.link_items() if verification.link_items else [],
+                "coverage": reports._coverage(dict(stats.get_stats()), ""),
+                "segment_coverage": reports._segment_coverage(),
+                "link_items": reports.link_only_items(),
             },
         )
     return snapshot
+
+
+def _is_report(response: Response) -> bool:
+    """Whether ``response`` is for the site report's request."""
+    callback = response.request.callback if response.request is not None else None
+    return getattr(callback, "__name__", None) == "site_report"
 
 
 # -- 2. an async middleware ---------------------------------------------------------------
@@ -243,7 +277,7 @@ class AsyncTestMasterMiddleware(tm_middleware.TestMasterMiddleware):
     def process_spider_input(self, response: Response) -> None:
         spider = self.crawler.spider
         assert spider is not None
-        super().process_spider_input(response, _recordable(spider))
+        super().process_spider_input(response, _recordable(spider, _is_report(response)))
 
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any]
@@ -251,7 +285,8 @@ class AsyncTestMasterMiddleware(tm_middleware.TestMasterMiddleware):
         collected = [x async for x in result]  # the callback has run to its end
         spider = self.crawler.spider
         assert spider is not None
-        for x in super().process_spider_output(response, collected, _recordable(spider)):
+        snapshot = _recordable(spider, _is_report(response))
+        for x in super().process_spider_output(response, collected, snapshot):
             yield x
 
 
@@ -325,8 +360,22 @@ tm_utils.request_from_dict = _request_with_cb_kwargs
 
 
 def _set_spider_attrs(spider: Spider, args: dict[str, Any]) -> None:
+    """The recorded state back on the replaying spider: its own attributes, then its
+    parts, rebuilt from its arguments, with the recorded progress (9)."""
+    parts: dict[str, RecordedPart] = {}
     for name, value in args.items():
-        setattr(spider, name, _thaw(value, spider))
+        thawed = _thaw(value, spider)
+        if isinstance(thawed, RecordedPart):
+            parts[name] = thawed
+        else:
+            setattr(spider, name, thawed)
+    if not parts:
+        return
+    spider._configure(spider.crawler)  # type: ignore[attr-defined]
+    for name, progress in parts.items():
+        part = getattr(spider, name)
+        for field, value in progress.items():
+            setattr(part, field, value)
 
 
 tm_utils.set_spider_attrs = _set_spider_attrs
@@ -343,18 +392,16 @@ def _prepare_replay(fixture_path: str, encoding: str = "utf-8") -> Any:
     crawler.stats = MemoryStatsCollector(crawler)
     recorded = data.get("spider_args_in", {}).get(_VERIFICATION_ATTR)
     if recorded is not None:
-        verification = site_verification(crawler)
-        verification.segments = recorded["segments"]
-        verification.started = recorded["started"]
+        context = crawl_context(crawler)
+        context.segments = recorded["segments"]
+        context.started = recorded["started"]
         crawler.stats.set_stats(dict(recorded["stats"]))
-        pipeline = PageSamplingPipeline(crawler)
-        pipeline._sampling = recorded["sampling"]  # as the recorded crawl decided
-        verification.report_builder = pipeline.build_report
+        reports = site_reports(crawler)
         coverage, link_items = recorded.get("coverage", {}), recorded.get("link_items", [])
         by_segment = recorded.get("segment_coverage")
-        setattr(pipeline, "_coverage", lambda values, site: coverage)  # noqa: B010
-        setattr(pipeline, "_segment_coverage", lambda: by_segment)  # noqa: B010
-        verification.link_items = lambda: list(link_items)
+        setattr(reports, "_coverage", lambda values, site: coverage)  # noqa: B010
+        setattr(reports, "_segment_coverage", lambda: by_segment)  # noqa: B010
+        setattr(reports, "link_only_items", lambda: list(link_items))  # noqa: B010
     _replays.append((data, spider))
     return data, crawler, spider, settings
 

@@ -1,4 +1,4 @@
-"""Progress while a crawl runs, and one summary line when it ends."""
+"""Extension, observability: progress lines while a crawl runs, one summary line at its end."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
+
+from sitemapcrawl.crawlcontext import crawl_context
 
 if TYPE_CHECKING:
     from typing import Self
@@ -101,7 +103,8 @@ class SitemapProgressExtension:
         }
         eta: float | None = None
         to_sample = self._get("sample/requested_count")
-        max_urls = int(getattr(self.crawler.spider, "max_urls", 0) or 0)
+        args = crawl_context(self.crawler).arguments
+        max_urls = args.max_urls if args is not None else 0
         if to_sample:
             sampled = self._sampled()
             if self.sampling_since is None:

@@ -1,8 +1,11 @@
-"""What the lastmod middleware and the sampling pipeline share during one crawl.
+"""The crawl context: what one crawl's spider, middlewares, pipelines and report share.
 
-One ``SiteVerification`` per crawler holds a ``SegmentRecord`` per segment: the streaming L0
-accumulator fed by ``SitemapLastmodMiddleware``, the sampler fed by ``PageSamplingPipeline``,
-the sitemap responses' own clock (``Date`` minus ``Age``) and the sampled pages' results.
+One ``CrawlContext`` per crawler (``crawl_context(crawler)``) holds what the spider knows
+(its validated arguments, its discovery log, the frontier's state, the scope policies),
+a ``SegmentRecord`` per segment (the streaming L0 accumulator fed by
+``SitemapLastmodMiddleware``, the sampler and sampled pages of ``PageSamplingPipeline``, the
+sitemap responses' own clock), the state file, the link followers and the site reports.
+Components read the spider's side from here, never from the spider's attributes.
 
 A crawl over several sites (``sitemap_urls`` on more than one host) also keeps each site's
 share of the ``sitemapcrawl/`` stats here, so that each site gets its own report.
@@ -18,20 +21,27 @@ from urllib.parse import urlsplit
 from weakref import WeakKeyDictionary
 
 from sitemapcrawl.sitemaps.dates import parse_feed_date
+from sitemapcrawl.sitemaps.scope import ScopePolicy
 from sitemapcrawl.verify.sampling import SegmentSampler
-from sitemapcrawl.verify.scoring import SegmentL0Accumulator
+from sitemapcrawl.verify.scoring import SegmentL0, SegmentL0Accumulator
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
-    from sitemapcrawl.state import CrawlState
+    from sitemapcrawl.incremental.crawlstate import CrawlState
+    from sitemapcrawl.linkfollow import LinkFollowers
+    from sitemapcrawl.pipelines.report import SiteReports
+    from sitemapcrawl.spiders.arguments import CrawlArguments
+    from sitemapcrawl.spiders.discoverylog import DiscoveryLog
+    from sitemapcrawl.spiders.frontier import SitemapFrontier
 
 
-__all__ = ["PendingReport", "SegmentRecord", "SiteVerification", "site_verification"]
+__all__ = ["CrawlContext", "PendingReport", "SegmentRecord", "crawl_context"]
 
 #: Our clock and the site's disagree when they are further apart than this.
 CLOCK_SKEW = dt.timedelta(minutes=5)
@@ -56,6 +66,21 @@ class SegmentRecord:
     samples: list[dict[str, Any]] = field(default_factory=list)
     #: only the fixed panel was fetched, for the cross-run score (no L1 sample due)
     panel_only: bool = False
+    #: the L0 metrics, once discovery is over (:meth:`l0`)
+    l0_result: SegmentL0 | None = None
+
+    def l0(self, started: dt.datetime) -> SegmentL0:
+        """The segment's L0 metrics, computed once: discovery is over, and the sampling
+        plan, escalation and the report all read them. ``started``: the reference time
+        when no sitemap response gave one."""
+        if self.l0_result is None:
+            self.l0_result = self.accumulator.result(
+                self.t_ref or started,
+                sitemap_last_modified=self.sitemap_last_modified,
+                index_lastmod=self.index_lastmod,
+                news=self.news,
+            )
+        return self.l0_result
 
     def observe_sitemap(self, response: Response, index_lastmod: str | None) -> None:
         """Record a sitemap file of this segment: the server's "now" and its Last-Modified."""
@@ -107,23 +132,31 @@ class PendingReport:
     site: str = ""
 
 
-class SiteVerification:
-    """The per-crawl segment records (``site_verification(crawler)`` gives the crawl's one)."""
+class CrawlContext:
+    """What one crawl shares between its components (``crawl_context(crawler)``)."""
 
     def __init__(self) -> None:
         self.segments: dict[str, SegmentRecord] = {}
         self.started = dt.datetime.now(dt.UTC)
-        #: Set by the sampling pipeline; the spider's ``site_report`` callback calls it
-        #: (with each site root of ``sites``, or "" for a crawl of one site).
-        self.report_builder: Callable[[str], Any] | None = None
-        #: Set by the sampling pipeline: the link-only URL items, yielded before the report.
-        self.link_items: Callable[[], list[Any]] | None = None
-        #: Set by the sampling pipeline: the report as it stands, for a crawl that stops
-        #: before its end (``max_urls``): the spider yields a ``PendingReport`` before
-        #: closing, which the pipeline turns into the report with this.
-        self.closing_report: Callable[[PendingReport], Any] | None = None
-        #: The state file, when the spider opened one (``sitemapcrawl.state``).
+        #: The spider's validated arguments (None before the crawl starts, on a bad
+        #: argument, or with a spider that is not sitemapcrawl's).
+        self.arguments: CrawlArguments | None = None
+        #: Why the spider refused its arguments (the crawl then stops at once).
+        self.argument_error: str | None = None
+        #: The spider's faults, top-level files and URLs listed twice.
+        self.discovery: DiscoveryLog | None = None
+        #: The spider's sitemap frontier (sitemaps it still holds back).
+        self.frontier: SitemapFrontier | None = None
+        #: The state file, when the spider opened one (``sitemapcrawl.incremental``).
         self.state: CrawlState | None = None
+        #: The link followers, per site (set by the sampling pipeline).
+        self.links: LinkFollowers | None = None
+        #: The site reports, built once discovery, sampling and links are over (created
+        #: by the sampling pipeline: without it, a crawl stopped early gets none).
+        self.reports: SiteReports | None = None
+        #: The spider callback that emits the site reports as the feed's last items.
+        self.report_callback: Callable[[Response], Iterable[Any]] | None = None
+        self._policies: dict[str, ScopePolicy] = {}
         #: A crawl over several sites: their roots (``https://a.example/``), each reported
         #: apart. Empty for a crawl of one site (the common case: nothing is kept per site).
         self.sites: list[str] = []
@@ -132,6 +165,29 @@ class SiteVerification:
         #: Segments whose name does not start with their site (a child sitemap on another
         #: host names its segment by its URL): segment name -> site root.
         self.segment_sites: dict[str, str] = {}
+
+    @property
+    def discovery_pending(self) -> bool:
+        """The spider still holds sitemaps back: discovery is not over even if idle."""
+        return self.frontier is not None and self.frontier.pending
+
+    def sampling(self, settings: BaseSettings) -> bool:
+        """Whether pages are sampled: the spider's ``sample`` argument, else the setting."""
+        chosen = self.arguments.sample if self.arguments is not None else None
+        return settings.getbool("SITEMAPCRAWL_SAMPLE_ENABLED") if chosen is None else chosen
+
+    def pages_fetched(self, settings: BaseSettings) -> bool:
+        """Whether this crawl fetches pages anyway (samples, or ``pages=refetch``)."""
+        args = self.arguments
+        return self.sampling(settings) or (args is not None and args.fetch_pages)
+
+    def scope_policy(self, site: str) -> ScopePolicy:
+        """The scope policy URLs of ``site`` are judged by (the ``scope`` argument's)."""
+        policy = self._policies.get(site)
+        if policy is None:
+            assert self.arguments is not None
+            policy = self._policies[site] = ScopePolicy(self.arguments.scope, site)
+        return policy
 
     def set_sites(self, sites: list[str]) -> None:
         """The crawl spans these sites (two or more): keep each one's stats apart."""
@@ -167,12 +223,12 @@ class SiteVerification:
         return record
 
 
-_REGISTRY: WeakKeyDictionary[Crawler, SiteVerification] = WeakKeyDictionary()
+_REGISTRY: WeakKeyDictionary[Crawler, CrawlContext] = WeakKeyDictionary()
 
 
-def site_verification(crawler: Crawler) -> SiteVerification:
-    """The crawl's ``SiteVerification``, created on first use."""
+def crawl_context(crawler: Crawler) -> CrawlContext:
+    """The crawl's ``CrawlContext``, created on first use."""
     found = _REGISTRY.get(crawler)
     if found is None:
-        found = _REGISTRY[crawler] = SiteVerification()
+        found = _REGISTRY[crawler] = CrawlContext()
     return found

@@ -1,7 +1,7 @@
 """The crawl's view of the state file: what the spider and the pipeline ask of it.
 
-One ``CrawlState`` per crawl (``site_verification(crawler).state``), opened by the spider
-when the crawl starts. It wraps :class:`sitemapcrawl.verify.store.StateStore` (pure
+One ``CrawlState`` per crawl (``crawl_context(crawler).state``), opened by the spider
+when the crawl starts. It wraps :class:`sitemapcrawl.incremental.store.StateStore` (pure
 SQLite) with the crawl's context: the origin, this run's id, the previous finished run, the
 segments' standing verdicts, the incremental cut (``since``), and buffers for the per-URL
 rows (written in batches) and for this run's page observations (the L2 counts).
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sitemapcrawl.incremental.store import SegmentState, SitemapState, StateError, StateStore
 from sitemapcrawl.sitemaps.dates import format_utc, parse_feed_date, parse_lastmod
 from sitemapcrawl.verify.crossrun import DECAY, CrossRun, Observation, combine
 from sitemapcrawl.verify.schedule import (
@@ -32,7 +33,6 @@ from sitemapcrawl.verify.schedule import (
     trusted_audit_share,
 )
 from sitemapcrawl.verify.scoring import MAX_LAG
-from sitemapcrawl.verify.store import SegmentState, SitemapState, StateError, StateStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
 
+    from sitemapcrawl.incremental.store import UrlState
     from sitemapcrawl.items import SitemapUrlItem
-    from sitemapcrawl.verify.store import UrlState
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,88 @@
+"""Extension, sitemap downloads: stop a body at its size cap or deadline and keep what arrived.
+
+Scrapy's own cap (``download_maxsize``) refuses a body announced larger before any byte
+arrives and cancels one that grows past it, delivering nothing; its timeout drops a slow
+body whole. Sitemap requests (meta ``sitemapcrawl_sitemap``) therefore carry no Scrapy cap:
+this extension stops their download at ``SITEMAPCRAWL_MAX_DOWNLOAD_SIZE`` bytes, or after
+``SITEMAPCRAWL_READ_DEADLINE`` of ``download_timeout`` past its headers (a server dripping
+bytes), and the spider parses what came (meta ``sitemapcrawl_stopped`` says why).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import StopDownload
+
+from sitemapcrawl import meta
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+__all__ = ["SitemapDownloadExtension"]
+
+
+class SitemapDownloadExtension:
+    """Stop sitemap downloads at the size cap or the read deadline, keeping what arrived.
+
+    Settings: ``SITEMAPCRAWL_MAX_DOWNLOAD_SIZE`` (bytes; 0: no cap),
+    ``SITEMAPCRAWL_READ_DEADLINE`` (share of ``DOWNLOAD_TIMEOUT``, or the request's
+    ``download_timeout``). Meta read: ``sitemapcrawl_sitemap``, ``download_timeout``;
+    written: ``sitemapcrawl_received``, ``sitemapcrawl_expected``,
+    ``sitemapcrawl_headers_at``, ``sitemapcrawl_stopped`` (``too_large``, ``too_slow``).
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        self._maxsize = settings.getint("SITEMAPCRAWL_MAX_DOWNLOAD_SIZE")
+        self._timeout = settings.getfloat("DOWNLOAD_TIMEOUT")
+        self._deadline = settings.getfloat("SITEMAPCRAWL_READ_DEADLINE")
+        crawler.signals.connect(self._on_headers, signal=signals.headers_received)
+        crawler.signals.connect(self._on_bytes, signal=signals.bytes_received)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def _on_headers(
+        self, headers: Any, body_length: int, request: Request, spider: Any = None
+    ) -> None:
+        if request.meta.get(meta.SITEMAP):
+            # Twisted says UNKNOWN_LENGTH (a string) for a chunked body
+            known = isinstance(body_length, int) and body_length > 0
+            request.meta[meta.EXPECTED] = body_length if known else 0
+            request.meta[meta.HEADERS_AT] = time.monotonic()
+
+    def _on_bytes(self, data: bytes, request: Request, spider: Any = None) -> None:
+        if not request.meta.get(meta.SITEMAP):
+            return
+        received = request.meta.get(meta.RECEIVED, 0) + len(data)
+        request.meta[meta.RECEIVED] = received
+        if received >= self._maxsize > 0:
+            request.meta[meta.STOPPED] = "too_large"
+            raise StopDownload(fail=False)
+        # The clock starts with the headers (time queued in the downloader does not count,
+        # and Scrapy's own timeout has at least this much left).
+        started = request.meta.get(meta.HEADERS_AT)
+        if started is None:
+            return
+        timeout = float(request.meta.get("download_timeout") or self._timeout)
+        now = time.monotonic()
+        if timeout <= 0 or now - started <= timeout * self._deadline:
+            return
+        # Past the deadline: stop, unless the announced length will arrive in time at the
+        # rate seen so far.
+        expected = request.meta.get(meta.EXPECTED) or 0
+        rate = received / max(now - started, 1e-3)
+        if (
+            expected > received
+            and (expected - received) / rate < timeout * (1 - self._deadline) / 2
+        ):
+            return
+        request.meta[meta.STOPPED] = "too_slow"
+        raise StopDownload(fail=False)

@@ -1,0 +1,108 @@
+"""Sitemap discovery, bookkeeping: faults logged once, the top-level files, URLs listed twice."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
+    from sitemapcrawl.crawlcontext import CrawlContext
+    from sitemapcrawl.spiders.frontier import SitemapTask
+
+# Faults are the spider's: logged under its name, which users filter the log by.
+logger = logging.getLogger("sitemapcrawl.spiders.sitemap")
+
+__all__ = ["DiscoveryLog"]
+
+#: The site report lists the first ones; the stats count them all.
+MAX_FAULTS_LISTED = 1000
+MAX_TOP_LEVEL_LISTED = 1000
+#: Examples of URLs listed by several sitemaps (the first listing was emitted).
+MAX_TWICE = 50
+_P = "sitemapcrawl/"
+
+
+class DiscoveryLog:
+    """What the site report says about discovery: faults, top-level files, URLs listed
+    twice; and the ``sitemapcrawl/`` stats, with each site's share in a crawl over several.
+
+    A fault is logged once per (code, URL) at WARNING and listed for the report; its stat
+    is counted by the caller every time it happens.
+    """
+
+    def __init__(
+        self, context: CrawlContext, stats: StatsCollector, first_site: str, multi_site: bool
+    ) -> None:
+        self._context = context
+        self._stats = stats
+        self._first_site = first_site
+        self._multi_site = multi_site
+        #: each distinct fault logged (code, URL, message; and site in a crawl over several)
+        self.faults: list[dict[str, str]] = []
+        #: top-level sitemap files (URL -> how found, status, kind, counts)
+        self.top_level_files: dict[str, dict[str, Any]] = {}
+        self.listed_twice: list[dict[str, str]] = []
+        self.logged: set[tuple[str, str]] = set()
+
+    def inc(self, site: str, key: str, count: int = 1) -> None:
+        """Add to the stat ``sitemapcrawl/<key>``, and to ``site``'s share of it when the
+        crawl spans several sites (each gets its own report)."""
+        self._context.inc(self._stats, site, _P + key, count)
+
+    def log_once(self, code: str, url: str, message: str, site: str = "") -> None:
+        """Log a fault once per (code, URL); list it for the report of ``site`` ("" for a
+        crawl-wide one, such as a limit, told in every site's report)."""
+        if (code, url) in self.logged:
+            return
+        self.logged.add((code, url))
+        where = url or self._first_site
+        logger.warning("%(url)s: %(message)s", {"url": where, "message": message})
+        if len(self.faults) < MAX_FAULTS_LISTED:
+            fault = {"code": code, "url": where, "message": message}
+            if self._multi_site:
+                fault["site"] = site
+            self.faults.append(fault)
+
+    def failed(self, task: SitemapTask, reason: str, message: str) -> None:
+        """A sitemap that could not be read: counted, logged once, its file marked."""
+        self.top_level(task, error=reason)
+        self.inc(task.site, "sitemaps/failed_count")
+        self.inc(task.site, f"sitemaps/failed_count/{reason}")
+        self.log_once(reason, task.url, message, task.site)
+
+    def top_level(self, task: SitemapTask, **facts: Any) -> None:
+        """What became of a top-level sitemap file (not an index's child): the report
+        lists each, with how it was found (``SiteReport.sitemaps["files"]``)."""
+        if task.depth or task.parent is not None:
+            return
+        entry = self.top_level_files.get(task.url)
+        if entry is None:
+            if len(self.top_level_files) >= MAX_TOP_LEVEL_LISTED:
+                return
+            entry = self.top_level_files[task.url] = {"url": task.url, "found_via": task.found_via}
+            if self._multi_site:  # whose report lists it
+                entry["site"] = task.site
+        entry.update(facts)
+
+    def listed_again(self, url: str, sitemap: str) -> None:
+        """A URL another sitemap listed first: kept as an example for the report."""
+        if len(self.listed_twice) < MAX_TWICE:
+            self.listed_twice.append({"url": url, "sitemap": sitemap})
+
+    def saved(self) -> dict[str, Any]:
+        """What a paused crawl keeps for the run that resumes it (``JOBDIR``)."""
+        return {
+            "top_level_files": self.top_level_files,
+            "faults": self.faults,
+            "logged": self.logged,
+            "listed_twice": self.listed_twice,
+        }
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Take back what :meth:`saved` kept (absent keys: a version that did not keep them)."""
+        self.top_level_files = saved.get("top_level_files", {})
+        self.faults = saved.get("faults", [])
+        self.listed_twice = saved.get("listed_twice", [])
+        self.logged = saved.get("logged", set())

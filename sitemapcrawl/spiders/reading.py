@@ -1,0 +1,521 @@
+"""Sitemap reading: a downloaded sitemap's URLs become items, its children requests.
+
+The hot path of a crawl: one ``SitemapUrlItem`` per URL a sitemap lists, in the order it
+lists them, with scope and de-duplication decided on the way, then its children, newest
+first by the index's ``<lastmod>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from scrapy import Request
+from scrapy.exceptions import CloseSpider
+from w3lib.url import canonicalize_url
+
+from sitemapcrawl import meta
+from sitemapcrawl.crawlcontext import PendingReport
+from sitemapcrawl.items import SitemapUrlItem
+from sitemapcrawl.sitemaps import Limits, SitemapReader, SitemapRef, UrlEntry
+from sitemapcrawl.sitemaps.seen import SeenUrls
+from sitemapcrawl.spiders.replay import SitemapReplay, clock_headers
+
+if TYPE_CHECKING:
+    import datetime as dt
+    import re
+    from collections.abc import Callable, Iterable, Iterator
+
+    from scrapy.http import Headers, Response
+    from scrapy.settings import BaseSettings
+    from scrapy.statscollectors import StatsCollector
+
+    from sitemapcrawl.crawlcontext import CrawlContext
+    from sitemapcrawl.incremental.crawlstate import CrawlState
+    from sitemapcrawl.spiders.arguments import CrawlArguments
+    from sitemapcrawl.spiders.discoverylog import DiscoveryLog
+    from sitemapcrawl.spiders.frontier import SitemapFrontier, SitemapTask
+
+__all__ = ["SitemapReading", "first_segment"]
+
+#: Kinds of documents read as sitemaps; anything else is a fault (or a guess that missed).
+_SITEMAP_KINDS = ("urlset", "sitemapindex", "text", "rss", "atom", "xml")
+#: The stock spider's page callbacks: (URL pattern, callback).
+PageCallbacks = list[tuple["re.Pattern[str]", "Callable[..., Any]"]]
+
+
+def first_segment(url: str) -> str:
+    """``/blog/`` for ``https://a.example/blog/post``; ``/`` for a page at the root."""
+    start = url.find("/", url.find("//") + 2)
+    if start < 0:
+        return "/"
+    end = url.find("/", start + 1)
+    return "/" if end < 0 else url[start : end + 1]
+
+
+def _site_first_segment(site: str, url: str) -> str:
+    """:func:`first_segment` after its site, for crawls over several sites."""
+    return site + first_segment(url)
+
+
+def _file_segment(url: str, site: str) -> str:
+    """A child sitemap's name as a segment: its path (and query), or its URL on another host."""
+    parts = urlsplit(url)
+    if parts.netloc.lower() != urlsplit(site).netloc.lower():
+        return url
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def _child_time(child: SitemapRef) -> dt.datetime:
+    assert child.lastmod is not None
+    assert child.lastmod.value is not None
+    return child.lastmod.value
+
+
+class SitemapReading:
+    """Read sitemap responses for the spider: faults, the body, the entries, the children.
+
+    ``sitemap_request``: the spider's request for a child sitemap at a priority (None when
+    the frontier refuses it or holds it back). ``page_callbacks``, ``follow``,
+    ``alternate_links``, ``entry_filter``: the stock ``SitemapSpider`` contract (rules,
+    ``sitemap_follow``, ``sitemap_alternate_links``, an overridden ``sitemap_filter``).
+    Settings: ``SITEMAPCRAWL_MAX_SIZE``, ``SITEMAPCRAWL_MAX_URLS_PER_FILE``,
+    ``SITEMAPCRAWL_KEEP_EXCESS_URLS``, ``SITEMAPCRAWL_MAX_LOC_LENGTH``,
+    ``SITEMAPCRAWL_MAX_DOWNLOAD_SIZE``, ``SITEMAPCRAWL_READ_DEADLINE``,
+    ``SITEMAPCRAWL_DEDUPLICATE``, ``SITEMAPCRAWL_INDEX_TRUST_MIN``,
+    ``SITEMAPCRAWL_INDEX_AUDIT_SHARE``.
+    """
+
+    def __init__(
+        self,
+        *,
+        context: CrawlContext,
+        stats: StatsCollector,
+        settings: BaseSettings,
+        args: CrawlArguments,
+        log: DiscoveryLog,
+        frontier: SitemapFrontier,
+        sitemap_request: Callable[[SitemapTask, int], Request | None],
+        page_callbacks: PageCallbacks,
+        follow: list[re.Pattern[str]],
+        alternate_links: bool,
+        entry_filter: Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]] | None,
+    ) -> None:
+        self._context = context
+        self._stats = stats
+        self._args = args
+        self._log = log
+        self._frontier = frontier
+        self._sitemap_request = sitemap_request
+        self._page_callbacks = page_callbacks
+        self._follow = follow
+        self._alternate_links = alternate_links
+        self._entry_filter = entry_filter
+        self._proxy_meta = args.proxy_meta
+        self.limits = Limits(
+            max_size=settings.getint("SITEMAPCRAWL_MAX_SIZE"),
+            max_urls=settings.getint("SITEMAPCRAWL_MAX_URLS_PER_FILE"),
+            keep_excess=settings.getbool("SITEMAPCRAWL_KEEP_EXCESS_URLS"),
+            max_loc_length=settings.getint("SITEMAPCRAWL_MAX_LOC_LENGTH"),
+        )
+        self._maxsize = settings.getint("SITEMAPCRAWL_MAX_DOWNLOAD_SIZE")
+        self._read_deadline = settings.getfloat("SITEMAPCRAWL_READ_DEADLINE")
+        self._deduplicate = settings.getbool("SITEMAPCRAWL_DEDUPLICATE")
+        self._index_trust_min = settings.getint("SITEMAPCRAWL_INDEX_TRUST_MIN")
+        self._index_audit = settings.getfloat("SITEMAPCRAWL_INDEX_AUDIT_SHARE")
+        self.seen = SeenUrls()
+        self.urls_emitted = 0
+        self.closing = False
+        self._report_sent = False  # the site report went out early (max_urls)
+        self._state: CrawlState | None = None
+        self._replay: SitemapReplay | None = None
+
+    def use_state(self, state: CrawlState) -> None:
+        """Read through the state file: 304s and unchanged children from stored bodies."""
+        self._state = state
+        self._replay = SitemapReplay(state, self._frontier, self._log, self.read)
+
+    # -- a response ----------------------------------------------------------------------
+
+    def read(self, response: Response, task: SitemapTask) -> Iterator[Any]:
+        """A sitemap response's items and child requests (nothing for a fault, logged)."""
+        if self.closing:  # max_urls reached while this file was in flight
+            return
+        if not self._redirect_allowed(response, task):
+            return
+        if response.status >= 400:
+            if task.probe:
+                self._log.inc(task.site, "guess/miss_count")
+                return
+            self._log.top_level(task, status=response.status)
+            self._log.failed(task, f"http_{response.status}", f"answered HTTP {response.status}")
+            return
+        if response.status == 304:
+            if self._replay is None:
+                self._log.top_level(task, not_modified=True)
+                self._log.failed(
+                    task, "http_304", "answered 304 Not Modified without a stored copy"
+                )
+                return
+            yield from self._replay.not_modified(response, task)
+            return
+        body = self._body(response, task)
+        reader = SitemapReader(
+            body,
+            response.url,
+            limits=self.limits,
+            content_encoding=[
+                v.decode("latin-1") for v in response.headers.getlist(b"Content-Encoding")
+            ],
+        )
+        kind = reader.sniff()
+        if not self._readable(reader, kind, task, response.status):
+            return
+        yield from self.entries(reader, task, clock_headers(response.headers))
+        if not task.depth:
+            self._log.top_level(task, urls=reader.urls, sitemaps=reader.sitemaps)
+        if self._state is not None:
+            self._remember(response, task, reader, kind, body)
+
+    def _redirect_allowed(self, response: Response, task: SitemapTask) -> bool:
+        """A redirect to an ancestor, or to a file read already, is a loop: cut."""
+        if response.url == task.url:
+            return True
+        key = canonicalize_url(response.url)
+        visited = self._frontier.visited
+        if key in task.chain or (key in visited and key != canonicalize_url(task.url)):
+            self._log.inc(task.site, "sitemaps/loop_count")
+            message = f"redirects to {response.url}, already read; loop cut"
+            self._log.log_once("loop", task.url, message, task.site)
+            return False
+        visited.add(key)
+        return True
+
+    def _body(self, response: Response, task: SitemapTask) -> bytes:
+        """The body to parse: what arrived, exactly up to the size cap where the download
+        guard stopped it; a stopped or cut download is logged, and read all the same."""
+        body = response.body
+        log, site = self._log, task.site
+        if "download_stopped" in response.flags:
+            if response.meta.get(meta.STOPPED) == "too_slow":
+                log.inc(site, "errors/too_slow_count")
+                message = (
+                    f"download still running after {self._read_deadline:.0%} of its timeout "
+                    f"({len(body)} bytes); stopped, reading what arrived"
+                )
+                log.log_once("too_slow", task.url, message, site)
+            else:
+                # Read exactly up to the cap, wherever the network cut the last chunk.
+                body = body[: self._maxsize]
+                log.inc(site, "errors/too_large_count")
+                message = f"download stopped at {self._maxsize} bytes; reading what arrived"
+                log.log_once("too_large", task.url, message, site)
+        if "dataloss" in response.flags:
+            log.inc(site, "errors/dataloss_count")
+            log.log_once(
+                "dataloss", task.url, "connection lost mid-body; reading what arrived", site
+            )
+        return body
+
+    def _readable(self, reader: SitemapReader, kind: str, task: SitemapTask, status: int) -> bool:
+        """Whether the document is a sitemap (counted by kind); a guess that is not is a
+        quiet miss, anything else a fault."""
+        log, site = self._log, task.site
+        if kind not in _SITEMAP_KINDS:
+            if task.probe:
+                log.inc(site, "guess/miss_count")
+                return False
+            log.inc(site, f"errors/{reader.faults[0].code}_count")
+            log.failed(task, kind, reader.faults[0].message)
+            return False
+        if task.probe:
+            log.inc(site, "guess/found_count")
+        log.top_level(task, status=status, kind=kind)
+        log.inc(site, "sitemaps/parsed_count")
+        log.inc(site, f"sitemaps/parsed_count/{kind}")
+        if reader.decoder.layers:
+            log.inc(site, "sitemaps/gzip_count")
+        return True
+
+    def _remember(
+        self, response: Response, task: SitemapTask, reader: SitemapReader, kind: str, body: bytes
+    ) -> None:
+        """Keep the file's validators and body in the state file; an index lastmod that
+        stood still while its child changed ends that index's trust."""
+        assert self._state is not None
+        complete = not (
+            reader.faults
+            or self.closing
+            or "download_stopped" in response.flags
+            or "dataloss" in response.flags
+        )
+        check = self._state.sitemap_read(
+            task.url,
+            response,
+            kind="sitemapindex" if reader.sitemaps else kind,
+            body=body,
+            index_lastmod=task.parent_lastmod,
+            parent=task.parent,
+            complete=complete,
+        )
+        if check == "miss" and task.parent is not None:
+            self._log.inc(task.site, "state/index_lastmod_miss_count")
+            message = (
+                f"child {task.url} changed while its <lastmod> in the index did not: "
+                "this index's lastmods no longer let children be skipped"
+            )
+            self._log.log_once("index_lastmod_miss", task.parent, message, task.site)
+
+    # -- entries -------------------------------------------------------------------------
+
+    def entries(
+        self, reader: SitemapReader, task: SitemapTask, clock: Headers | None = None
+    ) -> Iterator[Any]:
+        """The file's URLs as items, then its children as requests; ``clock``: the
+        response's ``Date``/``Age``, the clock of the children skipped by their index
+        lastmod (they are read from the state file, with no response of their own)."""
+        children: list[SitemapRef] = []
+        yield from self._urls(reader, task, children)
+        if self.closing:
+            yield from self._close()
+        if children:
+            if self._state is not None:
+                self._state.save_children(
+                    task.url, [(c.loc, c.lastmod.raw if c.lastmod else None) for c in children]
+                )
+            yield from self._child_requests(children, task, reader.url, clock)
+
+    def _urls(
+        self, reader: SitemapReader, task: SitemapTask, children: list[SitemapRef]
+    ) -> Iterator[Any]:
+        """One item per URL in scope and not listed before; children are put aside."""
+        url_callbacks = self._page_callbacks
+        entries: Iterable[UrlEntry | SitemapRef] = reader
+        if self._entry_filter is not None:
+            entries = self._filtered(reader, self._entry_filter)
+        sitemap_url = reader.url
+        policy = self._context.scope_policy(task.site)
+        declared, segment = task.declared_in_robots, task.segment
+        segment_of: Callable[[str], str] = first_segment
+        if segment is None and self._args.multi_site:
+            segment_of = partial(_site_first_segment, task.site.rstrip("/"))
+        parent_lastmod, depth, found_via = task.parent_lastmod, task.depth, task.found_via
+        seen, dedupe, max_urls = self.seen, self._deduplicate, self._args.max_urls
+        emitted = duplicates = 0
+        dropped: dict[str, int] = {}
+        protocol_limit = self.limits.max_urls
+        try:
+            for entry in entries:
+                if type(entry) is SitemapRef:
+                    children.append(entry)
+                    continue
+                assert type(entry) is UrlEntry
+                if max_urls and self.urls_emitted + emitted >= max_urls:
+                    self.closing = True
+                    break
+                loc = entry.loc
+                why = policy.reason(loc, sitemap_url, declared)
+                if why is not None:
+                    dropped[why] = dropped.get(why, 0) + 1
+                    continue
+                if dedupe and not seen.add(loc):
+                    duplicates += 1
+                    self._log.listed_again(loc, sitemap_url)
+                    continue
+                lastmod = entry.lastmod
+                flags = []
+                if entry.relative:
+                    flags.append("relative_loc")
+                if reader.urls > protocol_limit:
+                    flags.append("beyond_protocol_limit")
+                yield SitemapUrlItem(
+                    loc,
+                    lastmod.iso if lastmod else None,
+                    lastmod.raw if lastmod else None,
+                    lastmod.precision if lastmod else None,
+                    list(lastmod.flags) if lastmod else [],
+                    entry.changefreq,
+                    entry.priority,
+                    sitemap_url,
+                    parent_lastmod,
+                    segment if segment is not None else segment_of(loc),
+                    depth,
+                    found_via,
+                    entry.news,
+                    entry.images,
+                    entry.videos,
+                    entry.alternates,
+                    entry.mobile,
+                    flags,
+                )
+                emitted += 1
+                if not emitted & 1023:  # keep the live count (progress lines) current
+                    self._log.inc(task.site, "urls/found_count", 1024)
+                if url_callbacks:
+                    yield from self._page_requests(entry)
+                if max_urls and self.urls_emitted + emitted >= max_urls:
+                    self.closing = True
+                    break
+        finally:
+            self.urls_emitted += emitted
+            self._record(reader, task.site, emitted, duplicates, dropped)
+
+    def _close(self) -> Iterator[Any]:
+        """``max_urls`` reached: the site reports go out now (after the URLs before them,
+        as on a finished crawl), then the crawl closes."""
+        self._stats.set_value("sitemapcrawl/limits/max_urls_count", 1)
+        self._log.log_once("max_urls", "", f"max_urls={self._args.max_urls} reached; closing")
+        self._frontier.stop()
+        if self._context.reports is not None and not self._report_sent:
+            self._report_sent = True
+            for root in self._context.sites or [""]:  # one per site, built by the pipeline
+                yield PendingReport(root)
+        raise CloseSpider("max_urls")
+
+    def _record(
+        self,
+        reader: SitemapReader,
+        site: str,
+        emitted: int,
+        duplicates: int,
+        dropped: dict[str, int],
+    ) -> None:
+        log = self._log
+        log.inc(site, "urls/found_count", emitted & 1023)  # the rest was counted live
+        if duplicates:
+            log.inc(site, "urls/duplicate_count", duplicates)
+        for why, count in dropped.items():
+            log.inc(site, f"scope/dropped_count/{why}", count)
+        for name, count in reader.counts.items():
+            log.inc(site, f"entries/{name}_count", count)
+        if reader.sitemaps:
+            log.inc(site, "children/listed_count", reader.sitemaps)
+        for fault in reader.faults:
+            log.inc(site, f"errors/{fault.code}_count")
+            log.log_once(fault.code, reader.url, fault.message, site)
+
+    def _page_requests(self, entry: UrlEntry) -> Iterator[Request]:
+        """A subclass's ``sitemap_rules``: requests for the pages whose URL matches."""
+        locs = [entry.loc]
+        if self._alternate_links:
+            locs += [a["href"] for a in entry.alternates]
+        for loc in locs:
+            for regex, callback in self._page_callbacks:
+                if regex.search(loc):
+                    yield Request(loc, callback=callback, meta=dict(self._proxy_meta))
+                    break
+
+    # -- children ------------------------------------------------------------------------
+
+    def _child_requests(
+        self,
+        children: list[SitemapRef],
+        task: SitemapTask,
+        sitemap_url: str,
+        clock: Headers | None = None,
+    ) -> Iterator[Any]:
+        """An index's children, newest first by its ``<lastmod>`` (undated ones last, in
+        document order); an unchanged child of a trusted index is read from the state file."""
+        max_depth = self._args.max_depth
+        if task.depth + 1 > max_depth > 0:
+            self._log.inc(task.site, "limits/max_depth_count", len(children))
+            message = f"index deeper than max_depth={max_depth}; children skipped"
+            self._log.log_once("max_depth", sitemap_url, message, task.site)
+            return
+        dated = [c for c in children if c.lastmod is not None and c.lastmod.value is not None]
+        undated = [c for c in children if c.lastmod is None or c.lastmod.value is None]
+        dated.sort(key=_child_time, reverse=True)
+        chain = (*task.chain, canonicalize_url(sitemap_url))
+        state, replay = self._state, self._replay
+        trusted = state is not None and state.index_trusted(task.url, self._index_trust_min)
+        for rank, child in enumerate(dated + undated):
+            if not any(regex.search(child.loc) for regex in self._follow):
+                self._log.inc(task.site, "sitemaps/not_followed_count")
+                continue
+            child_task = self._child_task(task, child, chain)
+            if trusted and replay is not None and replay.unchanged_child(child_task):
+                assert state is not None
+                if state.index_audit_draw(child_task.url) >= self._index_audit:
+                    yield from replay.skip_child(child_task, clock)
+                    continue
+                # fetched (conditionally) all the same: a child that changed while its
+                # index lastmod stood still ends the index's trust
+                self._log.inc(task.site, "state/audited_children_count")
+            if request := self._sitemap_request(child_task, -rank - task.depth * 1000):
+                yield request
+
+    def _child_task(
+        self, task: SitemapTask, child: SitemapRef, chain: tuple[str, ...]
+    ) -> SitemapTask:
+        """A child sitemap's task: one level deeper, its own segment."""
+        segment = _file_segment(child.loc, task.site)
+        if self._args.multi_site and segment.startswith("/"):
+            segment = task.site.rstrip("/") + segment
+        child_task = replace(
+            task,
+            url=child.loc,
+            depth=task.depth + 1,
+            parent_lastmod=child.lastmod.iso if child.lastmod else None,
+            segment=segment,
+            chain=chain,
+            probe=False,
+            parent=task.url,
+        )
+        if self._args.multi_site:
+            self._context.segment_sites.setdefault(segment, task.site)
+        return child_task
+
+    # -- sitemap_filter ------------------------------------------------------------------
+
+    @staticmethod
+    def _filtered(
+        reader: SitemapReader,
+        entry_filter: Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]],
+    ) -> Iterator[UrlEntry | SitemapRef]:
+        """Pass entries through a user's ``sitemap_filter`` as the dicts the stock spider uses,
+        extended with the parsed fields; entries come back by their ``_entry`` key."""
+
+        def as_dicts() -> Iterator[dict[str, Any]]:
+            for entry in reader:
+                lastmod = entry.lastmod
+                d: dict[str, Any] = {
+                    "loc": entry.loc,
+                    "lastmod": lastmod.raw if lastmod else None,
+                    "lastmod_parsed": lastmod.value if lastmod else None,
+                    "lastmod_precision": lastmod.precision if lastmod else None,
+                    "lastmod_flags": list(lastmod.flags) if lastmod else [],
+                    "_entry": entry,
+                }
+                if type(entry) is UrlEntry:
+                    if entry.changefreq is not None:
+                        d["changefreq"] = entry.changefreq
+                    if entry.priority is not None:
+                        d["priority"] = entry.priority
+                    if entry.alternates:
+                        d["alternate"] = [a["href"] for a in entry.alternates]
+                    d.update(
+                        news=entry.news,
+                        images=entry.images,
+                        videos=entry.videos,
+                        alternates=entry.alternates,
+                        mobile=entry.mobile,
+                    )
+                yield d
+
+        for d in entry_filter(as_dicts()):
+            entry = d.get("_entry")
+            if entry is None or entry.loc != d.get("loc"):
+                entry = UrlEntry(str(d["loc"]))
+            yield entry
+
+    # -- pause and resume ----------------------------------------------------------------
+
+    def saved(self) -> dict[str, Any]:
+        """What a paused crawl keeps of the reading (``JOBDIR``'s spider state)."""
+        return {"seen": self.seen, "urls_emitted": self.urls_emitted}
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        self.seen = saved["seen"]
+        self.urls_emitted = saved["urls_emitted"]
