@@ -20,7 +20,7 @@ from sitemapcrawl.downloadermiddlewares.privateredirect import PrivateRedirectMi
 from sitemapcrawl.htmlreport.extension import HtmlReportExtension
 from sitemapcrawl.htmlreport.feed import read_runs
 from sitemapcrawl.htmlreport.render import render_html
-from sitemapcrawl.incremental.store import read_reports
+from sitemapcrawl.incremental.reports import read_reports
 from tests.mockserver import MockServer
 from tests.test_state import _page, iso
 from tests.utils.crawl import crawl_with_reports, our_stats, scrapy_crawl

@@ -415,7 +415,7 @@ async def test_trusted_index_lastmod_skips_unchanged_children(
     assert {i["sitemap_lastmod"] for i in replayed} == {iso(built.index_lastmod["pages"])}
     # the skipped child was read as of the server's clock (its index's Date), not ours
     crawl_state = crawler3.spider.crawl_state  # type: ignore[union-attr]
-    as_of = crawl_state.sitemap_as_of[f"{server.base}/sitemaps/pages.xml"]
+    as_of = crawl_state.sitemaps.as_of[f"{server.base}/sitemaps/pages.xml"]
     behind = dt.datetime.now(dt.UTC) - as_of
     assert dt.timedelta(days=3) <= behind < dt.timedelta(days=3, minutes=5)
 

@@ -1,0 +1,1 @@
+"""Downloader middlewares: robots.txt, sitemap bodies left compressed, no private redirects."""

@@ -1,4 +1,4 @@
-"""Leave sitemap bodies compressed: the core decodes them as a stream, capped.
+"""Downloader middleware, sitemap bodies: left compressed for the core's streaming, capped decoder.
 
 Scrapy's ``HttpCompressionMiddleware`` inflates a ``Content-Encoding`` body whole, up to
 ``download_maxsize``, and drops the response when it is larger: a sitemap whose first

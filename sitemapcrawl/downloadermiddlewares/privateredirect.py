@@ -1,4 +1,4 @@
-"""Refuse redirects that lead a crawl to a private address its first URL was not on."""
+"""Downloader middleware, safety: no redirect into a private address the crawl did not start on."""
 
 from __future__ import annotations
 

@@ -248,7 +248,7 @@ def _is_sqlite(path: Path) -> bool:
 
 
 def _state_runs(path: Path, max_bins: int) -> list[Run]:
-    from sitemapcrawl.incremental.store import StateError, read_reports  # noqa: PLC0415
+    from sitemapcrawl.incremental.reports import StateError, read_reports  # noqa: PLC0415
 
     try:
         reports = read_reports(path)

@@ -1,4 +1,4 @@
-"""The state that outlives a run: one SQLite file, versioned, standard library only.
+"""State across runs, the store: one SQLite file per project, what a next run needs per origin.
 
 What a next run needs, per origin (the site the crawl was started on):
 
@@ -18,22 +18,29 @@ What a next run needs, per origin (the site the crawl was started on):
   ``304 Not Modified``) and its hash, the children an index listed with their ``<lastmod>``,
   and how often an index's ``<lastmod>`` agreed with its children's content.
 
-The file carries SQLite's ``application_id`` (``SMCP``) and ``user_version`` (the schema
-version). A file that is not SQLite, another application's database or a schema from a
-newer sitemapcrawl is refused with :class:`StateError`, and never modified. Older schemas
-are upgraded in place, in one transaction per step.
+The schema, its migrations and the checks a file passes before use are in
+``sitemapcrawl.incremental.schema``; the sitemap files' tables in
+``sitemapcrawl.incremental.sitemapfiles``.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sitemapcrawl.incremental.schema import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
+    StateError,
+    open_database,
+)
+from sitemapcrawl.incremental.sitemapfiles import SitemapState, SitemapStore
+
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    import sqlite3
+    from collections.abc import Iterable, Sequence
 
 __all__ = [
     "APPLICATION_ID",
@@ -43,142 +50,13 @@ __all__ = [
     "StateError",
     "StateStore",
     "UrlState",
-    "read_reports",
 ]
 
-APPLICATION_ID = 0x534D4350  # "SMCP"
-
-#: Each step upgrades the schema by one version; ``SCHEMA_VERSION`` is their count.
-MIGRATIONS: tuple[str, ...] = (
-    # 1: runs, URLs with their lastmod history, segments and their verdicts
-    """
-    CREATE TABLE runs (
-        id INTEGER PRIMARY KEY,
-        origin TEXT NOT NULL,
-        started_at TEXT NOT NULL,
-        server_now TEXT,
-        finished_at TEXT,
-        finish_reason TEXT,
-        since TEXT
-    );
-    CREATE INDEX runs_origin ON runs (origin, id);
-    CREATE TABLE urls (
-        origin TEXT NOT NULL,
-        url TEXT NOT NULL,
-        segment TEXT NOT NULL,
-        sitemap TEXT NOT NULL,
-        lastmod_raw TEXT,
-        first_run INTEGER NOT NULL,
-        last_run INTEGER NOT NULL,
-        lastmod_changed_at TEXT,
-        last_refetch_at TEXT,
-        fetched_at TEXT,
-        fingerprint TEXT,
-        page_modified TEXT,
-        http_last_modified TEXT,
-        etag TEXT,
-        intervals TEXT NOT NULL DEFAULT '[]',
-        item TEXT,
-        PRIMARY KEY (origin, url)
-    ) WITHOUT ROWID;
-    CREATE TABLE lastmod_history (
-        origin TEXT NOT NULL,
-        url TEXT NOT NULL,
-        run_id INTEGER NOT NULL,
-        lastmod_raw TEXT
-    );
-    CREATE INDEX lastmod_history_url ON lastmod_history (origin, url);
-    CREATE TABLE fetches (
-        origin TEXT NOT NULL,
-        url TEXT NOT NULL,
-        run_id INTEGER NOT NULL,
-        fetched_at TEXT NOT NULL,
-        reason TEXT NOT NULL,
-        status INTEGER,
-        fingerprint TEXT,
-        page_modified TEXT,
-        changed INTEGER
-    );
-    CREATE INDEX fetches_url ON fetches (origin, url);
-    CREATE TABLE segments (
-        origin TEXT NOT NULL,
-        segment TEXT NOT NULL,
-        verdict TEXT,
-        verdict_since_run INTEGER,
-        counts TEXT NOT NULL DEFAULT '{}',
-        PRIMARY KEY (origin, segment)
-    ) WITHOUT ROWID;
-    CREATE TABLE verdicts (
-        origin TEXT NOT NULL,
-        segment TEXT NOT NULL,
-        run_id INTEGER NOT NULL,
-        verdict TEXT NOT NULL,
-        reason TEXT NOT NULL,
-        evidence TEXT NOT NULL
-    );
-    CREATE INDEX verdicts_segment ON verdicts (origin, segment, run_id);
-    """,
-    # 2: sitemap files (conditional requests, 304 replay, trusted index lastmod)
-    """
-    CREATE TABLE sitemaps (
-        origin TEXT NOT NULL,
-        url TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        etag TEXT,
-        last_modified TEXT,
-        body_hash TEXT,
-        index_lastmod TEXT,
-        run_id INTEGER NOT NULL,
-        lastmod_agree INTEGER NOT NULL DEFAULT 0,
-        lastmod_miss INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (origin, url)
-    ) WITHOUT ROWID;
-    CREATE TABLE sitemap_children (
-        origin TEXT NOT NULL,
-        index_url TEXT NOT NULL,
-        child_url TEXT NOT NULL,
-        lastmod_raw TEXT,
-        position INTEGER NOT NULL,
-        PRIMARY KEY (origin, index_url, child_url)
-    ) WITHOUT ROWID;
-    CREATE INDEX urls_sitemap ON urls (origin, sitemap);
-    ALTER TABLE urls ADD COLUMN fetched_lastmod_raw TEXT;
-    ALTER TABLE urls ADD COLUMN lastmod_changed_run INTEGER;
-    ALTER TABLE runs ADD COLUMN report TEXT;
-    ALTER TABLE sitemaps ADD COLUMN body BLOB;
-    ALTER TABLE sitemaps ADD COLUMN content_encoding TEXT;
-    """,
-    # 3: a change our fetch found before the lastmod reported it (a miss, or a lagged
-    # sitemap's late report): the window it happened in, until a later lastmod covers it
-    """
-    ALTER TABLE urls ADD COLUMN miss_since TEXT;
-    ALTER TABLE urls ADD COLUMN miss_at TEXT;
-    ALTER TABLE urls ADD COLUMN miss_run INTEGER;
-    ALTER TABLE urls ADD COLUMN miss_counted INTEGER;
-    """,
-    # 4: the change history the page's own dates give (a change at the date, none since),
-    # used for the URL's change rate once the segment's page dates are verified
-    """
-    ALTER TABLE urls ADD COLUMN page_intervals TEXT NOT NULL DEFAULT '[]';
-    """,
-    # 5: two indexes nothing reads (URLs by sitemap: a 304 now parses the stored body;
-    # a URL's lastmod history: kept as a table to query, scanned when it is) cost a copy of
-    # every URL each; at 1,000,000 URLs they were a third of the file
-    """
-    DROP INDEX urls_sitemap;
-    DROP INDEX lastmod_history_url;
-    """,
-)
-SCHEMA_VERSION = len(MIGRATIONS)
 #: URL rows staged at most before ``merge_urls`` writes them into the URL table in one
 #: pass (the staging table is a temporary file: about 250 MB at this many rows).
 MERGE_EVERY = 1_000_000
 #: Fetch intervals kept per URL for its change-rate estimate (the most recent ones).
 MAX_INTERVALS = 32
-
-
-class StateError(Exception):
-    """The state file cannot be used (not SQLite, foreign, from a newer version, locked)."""
 
 
 @dataclass(slots=True)
@@ -211,21 +89,6 @@ class SegmentState:
     verdict: str | None
     verdict_since_run: int | None
     counts: dict[str, Any]
-
-
-@dataclass(slots=True)
-class SitemapState:
-    """A sitemap file as last read completely."""
-
-    url: str
-    kind: str
-    etag: str | None
-    last_modified: str | None
-    body_hash: str | None
-    index_lastmod: str | None
-    run_id: int
-    lastmod_agree: int
-    lastmod_miss: int
 
 
 _URL_COLUMNS = (
@@ -277,6 +140,14 @@ class StateStore:
         self.path = path
         self.staged = 0  # URL rows in the staging table, not merged yet
         self._staged_for: tuple[str, int] | None = None  # their origin and run
+        self.sitemaps = SitemapStore(connection)
+        self.version = SCHEMA_VERSION
+        self.upgraded_from: int | None = None
+        # This connection's staging area for URL rows (see write_urls): not in the file.
+        connection.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS staged_urls (url TEXT, segment TEXT, "
+            "sitemap TEXT, lastmod_raw TEXT, now TEXT, refetch INTEGER)"
+        )
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -286,84 +157,10 @@ class StateStore:
 
         ``upto`` stops the schema at an older version (for upgrade tests)."""
         path = Path(path)
-        existed = path.exists() and path.stat().st_size > 0
-        if existed:
-            _check_header(path)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StateError(f"{path}: cannot open the state file ({exc})") from exc
-        try:
-            store = cls(db, path)
-            store._prepare(existed, upto)
-        except sqlite3.DatabaseError as exc:
-            db.close()
-            raise StateError(f"{path}: the state file is damaged or not SQLite ({exc})") from exc
-        except StateError:
-            db.close()
-            raise
+        db, version, upgraded_from = open_database(path, upto)
+        store = cls(db, path)
+        store.version, store.upgraded_from = version, upgraded_from
         return store
-
-    def _prepare(self, existed: bool, upto: int) -> None:
-        db = self.db
-        if existed:
-            app = db.execute("PRAGMA application_id").fetchone()[0]
-            if app != APPLICATION_ID:
-                raise StateError(
-                    f"{self.path}: not a sitemapcrawl state file (another application's "
-                    "SQLite database); refusing to touch it"
-                )
-            # A damaged file opens and reads until it meets the damage; refuse it whole
-            # (a malformed header or root page raises DatabaseError here, reported alike).
-            found = [
-                line
-                for (text,) in db.execute("PRAGMA quick_check(10)")
-                for line in str(text).splitlines()
-                if line != "ok" and not line.startswith("***")
-            ]
-            if found:
-                raise StateError(
-                    f"{self.path}: the state file is damaged (SQLite's quick_check: "
-                    f"{'; '.join(found[:3])}); refusing to touch it: move it away to start "
-                    "afresh, or restore a copy"
-                )
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise StateError(
-                f"{self.path}: written by a newer sitemapcrawl (schema {version}, this one "
-                f"knows up to {SCHEMA_VERSION}); refusing to touch it"
-            )
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        # URL rows are merged in key order (see write_urls), so the merge needs few pages
-        # at a time; checkpoints every 20,000 pages (not 1,000) keep pages from being copied
-        # again and again. 1,000,000 URLs written alone (bench/state_writes.py): a 16 MiB
-        # page cache 14-18 s of CPU and 68 MB peak, 8 MiB 12.7 s and 52 MB, 4 MiB 12.6 s and
-        # 43 MB; 8 MiB keeps the upper levels of a large URL table for incremental runs'
-        # lookups (docs/benchmarks.md, "The state file's cost").
-        db.execute("PRAGMA cache_size=-8192")
-        db.execute("PRAGMA wal_autocheckpoint=20000")
-        db.execute("PRAGMA foreign_keys=OFF")
-        self.upgraded_from = version if existed and version < upto else None
-        for step in range(version, upto):
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in _statements(MIGRATIONS[step]):
-                    db.execute(statement)
-                db.execute(f"PRAGMA user_version = {step + 1}")
-                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-        self.version = upto if version < upto else version
-        # This connection's staging area for URL rows (see write_urls): not in the file.
-        db.execute(
-            "CREATE TEMP TABLE staged_urls (url TEXT, segment TEXT, sitemap TEXT, "
-            "lastmod_raw TEXT, now TEXT, refetch INTEGER)"
-        )
 
     def close(self) -> None:
         self.db.close()
@@ -679,156 +476,3 @@ class StateStore:
         except BaseException:
             db.execute("ROLLBACK")
             raise
-
-    # -- sitemaps --------------------------------------------------------------------------
-
-    def sitemap(self, origin: str, url: str) -> SitemapState | None:
-        row = self.db.execute(
-            "SELECT url, kind, etag, last_modified, body_hash, index_lastmod, run_id, "
-            "lastmod_agree, lastmod_miss FROM sitemaps WHERE origin = ? AND url = ?",
-            (origin, url),
-        ).fetchone()
-        return SitemapState(*row) if row is not None else None
-
-    def save_sitemap(self, origin: str, run_id: int, state: SitemapState) -> None:
-        self.db.execute(
-            "INSERT INTO sitemaps (origin, url, kind, etag, last_modified, body_hash, "
-            "index_lastmod, run_id, lastmod_agree, lastmod_miss) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (origin, url) DO UPDATE SET "
-            "kind = excluded.kind, etag = excluded.etag, last_modified = excluded.last_modified, "
-            "body_hash = excluded.body_hash, index_lastmod = excluded.index_lastmod, "
-            "run_id = excluded.run_id, lastmod_agree = excluded.lastmod_agree, "
-            "lastmod_miss = excluded.lastmod_miss",
-            (
-                origin,
-                state.url,
-                state.kind,
-                state.etag,
-                state.last_modified,
-                state.body_hash,
-                state.index_lastmod,
-                run_id,
-                state.lastmod_agree,
-                state.lastmod_miss,
-            ),
-        )
-
-    def save_body(self, origin: str, url: str, body: bytes, content_encoding: str) -> None:
-        """The sitemap as downloaded (still compressed), to be parsed again after a 304."""
-        self.db.execute(
-            "UPDATE sitemaps SET body = ?, content_encoding = ? WHERE origin = ? AND url = ?",
-            (body, content_encoding, origin, url),
-        )
-
-    def body(self, origin: str, url: str) -> tuple[bytes, str] | None:
-        row = self.db.execute(
-            "SELECT body, content_encoding FROM sitemaps WHERE origin = ? AND url = ? "
-            "AND body IS NOT NULL",
-            (origin, url),
-        ).fetchone()
-        return (bytes(row[0]), row[1] or "") if row is not None else None
-
-    def save_children(
-        self, origin: str, index_url: str, children: Sequence[tuple[str, str | None]]
-    ) -> None:
-        db = self.db
-        db.execute("BEGIN")
-        try:
-            db.execute(
-                "DELETE FROM sitemap_children WHERE origin = ? AND index_url = ?",
-                (origin, index_url),
-            )
-            db.executemany(
-                "INSERT OR IGNORE INTO sitemap_children (origin, index_url, child_url, "
-                "lastmod_raw, position) VALUES (?, ?, ?, ?, ?)",
-                ((origin, index_url, child, raw, n) for n, (child, raw) in enumerate(children)),
-            )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-
-
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-def _check_header(path: Path) -> None:
-    """Refuse a file that is not SQLite before sqlite3 touches it."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(_SQLITE_MAGIC))
-    except OSError as exc:
-        raise StateError(f"{path}: cannot read the state file ({exc})") from exc
-    if head != _SQLITE_MAGIC:
-        raise StateError(
-            f"{path}: not a SQLite file (a sitemapcrawl state file was expected); "
-            "refusing to overwrite it: move it away or set SITEMAPCRAWL_STATE_PATH"
-        )
-
-
-def _statements(sql: str) -> list[str]:
-    """A migration's statements, run one by one inside our own transaction
-    (``executescript`` would commit first)."""
-    return [s.strip() for s in sql.split(";") if s.strip()]
-
-
-def read_reports(path: str | Path) -> list[tuple[dict[str, Any], Iterator[dict[str, Any]]]]:
-    """The last site report of every origin in a state file, each with its URLs (as item
-    dicts: url, segment, sitemap, lastmod, lastmod_raw, lastmod_flags), read-only: the
-    file is never created, upgraded or changed. A crawl over several sites saved one report
-    per site: each comes with the URLs of its own segments. Raises :class:`StateError`."""
-    from sitemapcrawl.sitemaps.dates import parse_lastmod  # noqa: PLC0415 - core, no cycle
-
-    path = Path(path)
-    if not path.is_file():
-        raise StateError(f"{path}: no such file")
-    _check_header(path)
-    try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        app = db.execute("PRAGMA application_id").fetchone()[0]
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-    except sqlite3.DatabaseError as exc:
-        raise StateError(f"{path}: the state file is damaged or not SQLite ({exc})") from exc
-    if app != APPLICATION_ID:
-        db.close()
-        raise StateError(f"{path}: not a sitemapcrawl state file")
-    if not 2 <= version <= SCHEMA_VERSION:
-        db.close()
-        raise StateError(f"{path}: schema {version} holds no site reports (2 to {SCHEMA_VERSION})")
-    rows = db.execute(
-        "SELECT r.id, r.origin, r.report FROM runs r WHERE r.report IS NOT NULL AND r.id = "
-        "(SELECT max(id) FROM runs s WHERE s.origin = r.origin AND s.report IS NOT NULL) "
-        "ORDER BY r.origin"
-    ).fetchall()
-
-    def items(
-        origin: str, run_id: int, segments: set[str] | None = None
-    ) -> Iterator[dict[str, Any]]:
-        for url, segment, sitemap, raw in db.execute(
-            "SELECT url, segment, sitemap, lastmod_raw FROM urls "
-            "WHERE origin = ? AND last_run >= ? ORDER BY url",
-            (origin, run_id),
-        ):
-            if segments is not None and segment not in segments:
-                continue
-            lastmod = parse_lastmod(raw) if raw is not None else None
-            yield {
-                "url": url,
-                "segment": segment,
-                "sitemap": sitemap,
-                "lastmod_raw": raw,
-                "lastmod": lastmod.iso if lastmod is not None else None,
-                "lastmod_flags": list(lastmod.flags) if lastmod is not None else [],
-            }
-
-    found: list[tuple[dict[str, Any], Iterator[dict[str, Any]]]] = []
-    for run_id, origin, text in rows:
-        report = json.loads(text)
-        if isinstance(report, list):  # several sites: each report with its segments' URLs
-            found += [
-                (one, items(origin, run_id, {s["segment"] for s in one.get("segments", ())}))
-                for one in report
-            ]
-        else:
-            found.append((report, items(origin, run_id)))
-    return found

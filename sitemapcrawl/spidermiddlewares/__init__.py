@@ -1,0 +1,1 @@
+"""Spider middlewares: lastmod recorded per segment, URL items handed on in batches."""

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.spiders.discoverylog import DiscoveryLog
     from sitemapcrawl.spiders.frontier import SitemapFrontier, SitemapTask
 
-__all__ = ["SitemapReading", "first_segment"]
+__all__ = ["SitemapReading", "file_limits", "filtered_entries", "first_segment"]
 
 #: Kinds of documents read as sitemaps; anything else is a fault (or a guess that missed).
 _SITEMAP_KINDS = ("urlset", "sitemapindex", "text", "rss", "atom", "xml")
@@ -68,6 +68,17 @@ def _file_segment(url: str, site: str) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
+def file_limits(settings: BaseSettings) -> Limits:
+    """The limits every sitemap file is read within (``SITEMAPCRAWL_MAX_SIZE``,
+    ``..._MAX_URLS_PER_FILE``, ``..._KEEP_EXCESS_URLS``, ``..._MAX_LOC_LENGTH``)."""
+    return Limits(
+        max_size=settings.getint("SITEMAPCRAWL_MAX_SIZE"),
+        max_urls=settings.getint("SITEMAPCRAWL_MAX_URLS_PER_FILE"),
+        keep_excess=settings.getbool("SITEMAPCRAWL_KEEP_EXCESS_URLS"),
+        max_loc_length=settings.getint("SITEMAPCRAWL_MAX_LOC_LENGTH"),
+    )
+
+
 def _child_time(child: SitemapRef) -> dt.datetime:
     assert child.lastmod is not None
     assert child.lastmod.value is not None
@@ -81,11 +92,9 @@ class SitemapReading:
     the frontier refuses it or holds it back). ``page_callbacks``, ``follow``,
     ``alternate_links``, ``entry_filter``: the stock ``SitemapSpider`` contract (rules,
     ``sitemap_follow``, ``sitemap_alternate_links``, an overridden ``sitemap_filter``).
-    Settings: ``SITEMAPCRAWL_MAX_SIZE``, ``SITEMAPCRAWL_MAX_URLS_PER_FILE``,
-    ``SITEMAPCRAWL_KEEP_EXCESS_URLS``, ``SITEMAPCRAWL_MAX_LOC_LENGTH``,
-    ``SITEMAPCRAWL_MAX_DOWNLOAD_SIZE``, ``SITEMAPCRAWL_READ_DEADLINE``,
-    ``SITEMAPCRAWL_DEDUPLICATE``, ``SITEMAPCRAWL_INDEX_TRUST_MIN``,
-    ``SITEMAPCRAWL_INDEX_AUDIT_SHARE``.
+    Settings: those of :func:`file_limits`, ``SITEMAPCRAWL_MAX_DOWNLOAD_SIZE``,
+    ``SITEMAPCRAWL_READ_DEADLINE``, ``SITEMAPCRAWL_DEDUPLICATE``,
+    ``SITEMAPCRAWL_INDEX_TRUST_MIN``, ``SITEMAPCRAWL_INDEX_AUDIT_SHARE``.
     """
 
     def __init__(
@@ -114,12 +123,7 @@ class SitemapReading:
         self._alternate_links = alternate_links
         self._entry_filter = entry_filter
         self._proxy_meta = args.proxy_meta
-        self.limits = Limits(
-            max_size=settings.getint("SITEMAPCRAWL_MAX_SIZE"),
-            max_urls=settings.getint("SITEMAPCRAWL_MAX_URLS_PER_FILE"),
-            keep_excess=settings.getbool("SITEMAPCRAWL_KEEP_EXCESS_URLS"),
-            max_loc_length=settings.getint("SITEMAPCRAWL_MAX_LOC_LENGTH"),
-        )
+        self.limits = file_limits(settings)
         self._maxsize = settings.getint("SITEMAPCRAWL_MAX_DOWNLOAD_SIZE")
         self._read_deadline = settings.getfloat("SITEMAPCRAWL_READ_DEADLINE")
         self._deduplicate = settings.getbool("SITEMAPCRAWL_DEDUPLICATE")
@@ -282,7 +286,7 @@ class SitemapReading:
             yield from self._close()
         if children:
             if self._state is not None:
-                self._state.save_children(
+                self._state.sitemaps.save_children(
                     task.url, [(c.loc, c.lastmod.raw if c.lastmod else None) for c in children]
                 )
             yield from self._child_requests(children, task, reader.url, clock)
@@ -294,7 +298,7 @@ class SitemapReading:
         url_callbacks = self._page_callbacks
         entries: Iterable[UrlEntry | SitemapRef] = reader
         if self._entry_filter is not None:
-            entries = self._filtered(reader, self._entry_filter)
+            entries = filtered_entries(reader, self._entry_filter)
         sitemap_url = reader.url
         policy = self._context.scope_policy(task.site)
         declared, segment = task.declared_in_robots, task.segment
@@ -429,7 +433,7 @@ class SitemapReading:
         dated.sort(key=_child_time, reverse=True)
         chain = (*task.chain, canonicalize_url(sitemap_url))
         state, replay = self._state, self._replay
-        trusted = state is not None and state.index_trusted(task.url, self._index_trust_min)
+        trusted = state is not None and state.sitemaps.trusted(task.url, self._index_trust_min)
         for rank, child in enumerate(dated + undated):
             if not any(regex.search(child.loc) for regex in self._follow):
                 self._log.inc(task.site, "sitemaps/not_followed_count")
@@ -437,7 +441,7 @@ class SitemapReading:
             child_task = self._child_task(task, child, chain)
             if trusted and replay is not None and replay.unchanged_child(child_task):
                 assert state is not None
-                if state.index_audit_draw(child_task.url) >= self._index_audit:
+                if state.sitemaps.audit_draw(child_task.url) >= self._index_audit:
                     yield from replay.skip_child(child_task, clock)
                     continue
                 # fetched (conditionally) all the same: a child that changed while its
@@ -467,49 +471,6 @@ class SitemapReading:
             self._context.segment_sites.setdefault(segment, task.site)
         return child_task
 
-    # -- sitemap_filter ------------------------------------------------------------------
-
-    @staticmethod
-    def _filtered(
-        reader: SitemapReader,
-        entry_filter: Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]],
-    ) -> Iterator[UrlEntry | SitemapRef]:
-        """Pass entries through a user's ``sitemap_filter`` as the dicts the stock spider uses,
-        extended with the parsed fields; entries come back by their ``_entry`` key."""
-
-        def as_dicts() -> Iterator[dict[str, Any]]:
-            for entry in reader:
-                lastmod = entry.lastmod
-                d: dict[str, Any] = {
-                    "loc": entry.loc,
-                    "lastmod": lastmod.raw if lastmod else None,
-                    "lastmod_parsed": lastmod.value if lastmod else None,
-                    "lastmod_precision": lastmod.precision if lastmod else None,
-                    "lastmod_flags": list(lastmod.flags) if lastmod else [],
-                    "_entry": entry,
-                }
-                if type(entry) is UrlEntry:
-                    if entry.changefreq is not None:
-                        d["changefreq"] = entry.changefreq
-                    if entry.priority is not None:
-                        d["priority"] = entry.priority
-                    if entry.alternates:
-                        d["alternate"] = [a["href"] for a in entry.alternates]
-                    d.update(
-                        news=entry.news,
-                        images=entry.images,
-                        videos=entry.videos,
-                        alternates=entry.alternates,
-                        mobile=entry.mobile,
-                    )
-                yield d
-
-        for d in entry_filter(as_dicts()):
-            entry = d.get("_entry")
-            if entry is None or entry.loc != d.get("loc"):
-                entry = UrlEntry(str(d["loc"]))
-            yield entry
-
     # -- pause and resume ----------------------------------------------------------------
 
     def saved(self) -> dict[str, Any]:
@@ -519,3 +480,44 @@ class SitemapReading:
     def restore(self, saved: dict[str, Any]) -> None:
         self.seen = saved["seen"]
         self.urls_emitted = saved["urls_emitted"]
+
+
+def filtered_entries(
+    reader: SitemapReader,
+    entry_filter: Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]],
+) -> Iterator[UrlEntry | SitemapRef]:
+    """Pass entries through a user's ``sitemap_filter`` as the dicts the stock spider uses,
+    extended with the parsed fields; entries come back by their ``_entry`` key."""
+
+    def as_dicts() -> Iterator[dict[str, Any]]:
+        for entry in reader:
+            lastmod = entry.lastmod
+            d: dict[str, Any] = {
+                "loc": entry.loc,
+                "lastmod": lastmod.raw if lastmod else None,
+                "lastmod_parsed": lastmod.value if lastmod else None,
+                "lastmod_precision": lastmod.precision if lastmod else None,
+                "lastmod_flags": list(lastmod.flags) if lastmod else [],
+                "_entry": entry,
+            }
+            if type(entry) is UrlEntry:
+                if entry.changefreq is not None:
+                    d["changefreq"] = entry.changefreq
+                if entry.priority is not None:
+                    d["priority"] = entry.priority
+                if entry.alternates:
+                    d["alternate"] = [a["href"] for a in entry.alternates]
+                d.update(
+                    news=entry.news,
+                    images=entry.images,
+                    videos=entry.videos,
+                    alternates=entry.alternates,
+                    mobile=entry.mobile,
+                )
+            yield d
+
+    for d in entry_filter(as_dicts()):
+        entry = d.get("_entry")
+        if entry is None or entry.loc != d.get("loc"):
+            entry = UrlEntry(str(d["loc"]))
+        yield entry

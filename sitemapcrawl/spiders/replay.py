@@ -48,7 +48,7 @@ class SitemapReplay:
     def not_modified(self, response: Response, task: SitemapTask) -> Iterator[Any]:
         """A conditional request answered 304: parse the body stored when the file was last
         read completely, as if it had been downloaded again."""
-        stored = self._state.stored_body(task.url)
+        stored = self._state.sitemaps.stored_body(task.url)
         self._log.top_level(task, not_modified=True)
         if stored is None:
             self._log.failed(task, "http_304", "answered 304 Not Modified without a stored copy")
@@ -59,7 +59,7 @@ class SitemapReplay:
     def unchanged_child(self, task: SitemapTask) -> bool:
         """The index's ``<lastmod>`` for this child is what it was when the child was last
         read completely (and the index's lastmods have proven to move with content)."""
-        known = self._state.known_sitemap(task.url)
+        known = self._state.sitemaps.known(task.url)
         return (
             known is not None
             and known.body_hash is not None
@@ -72,7 +72,7 @@ class SitemapReplay:
         """A child whose index lastmod did not move: its stored body, without a request.
         ``clock``: the index response's ``Date``/``Age``, the server's "now" for the
         child's segment (without it, the segment's reference time would be our clock)."""
-        stored = self._state.stored_body(task.url)
+        stored = self._state.sitemaps.stored_body(task.url)
         if stored is None:
             return
         self._frontier.visited.add(canonicalize_url(task.url))
@@ -90,7 +90,7 @@ class SitemapReplay:
         """Read ``stored`` (body, Content-Encoding) in place of ``response``'s body, keeping
         its clock (``Date``) and validators (else the file's known ones)."""
         body, encoding = stored
-        known = self._state.known_sitemap(task.url)
+        known = self._state.sitemaps.known(task.url)
         headers = clock_headers(response.headers)
         # A 304 carries the validators a 200 would have (RFC 9110 15.4.5): a file written
         # again with the same bytes has a newer Last-Modified, the moment it was current.

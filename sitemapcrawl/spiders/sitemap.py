@@ -254,7 +254,7 @@ class SitemapCrawlSpider(SitemapSpider):
         self.discovery.inc(task.site, "sitemaps/requested_count")
         headers = None
         if self.crawl_state is not None and self._conditional:
-            headers = self.crawl_state.conditional_headers(task.url) or None
+            headers = self.crawl_state.sitemaps.conditional_headers(task.url) or None
             if headers:
                 self.discovery.inc(task.site, "state/conditional_count")
         request_meta = self._meta(

@@ -1,0 +1,119 @@
+"""State across runs, refetch decisions: whether an incremental run refetches one URL, and why."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sitemapcrawl.incremental.segmentrun import audits, captured, utc
+from sitemapcrawl.verify.crossrun import DECAY
+from sitemapcrawl.verify.schedule import Decision, audit_draw, decide, trusted_audit_share
+
+if TYPE_CHECKING:
+    import datetime as dt
+
+    from sitemapcrawl.incremental.crawlstate import CrawlState
+    from sitemapcrawl.incremental.store import SegmentState, UrlState
+    from sitemapcrawl.items import SitemapUrlItem
+
+__all__ = ["RefetchDecisions"]
+
+
+class RefetchDecisions:
+    """The refetch decision of each URL of an incremental run (``sitemapcrawl.verify.schedule``),
+    with its segment's standing verdict, change-rate prior and audit share."""
+
+    def __init__(self, run: CrawlState) -> None:
+        self._run = run
+        self._priors: dict[str, tuple[int, float]] = {}
+        self._page_priors: dict[str, tuple[int, float]] = {}
+        #: the audit share of each segment that has its own (TRUSTED: by need)
+        self.audit_shares: dict[str, float] = {}
+
+    def decide(
+        self,
+        item: SitemapUrlItem,
+        lastmod: Any,
+        prev: UrlState | None,
+        now: dt.datetime,
+        cut: dt.datetime | None,
+    ) -> Decision:
+        standing = self._run.segments.get(item.segment)
+        verdict = standing.verdict if standing is not None else None
+        if cut is None:  # since=last and no previous run: all new
+            return Decision(True, "new")
+        prior = self._priors.get(item.segment)
+        if prior is None:
+            prior = self._priors[item.segment] = self._run.store.segment_rate(
+                self._run.origin, item.segment
+            )
+        return decide(
+            verdict=verdict,
+            subset_trusted=bool(standing and standing.counts.get("subset_trusted")),
+            lastmod=lastmod,
+            known=prev is not None,
+            previous_raw=prev.lastmod_raw if prev is not None else None,
+            since=cut,
+            since_last=self._run.since_last,
+            now=now,
+            last_refetch=utc(prev.last_refetch_at) if prev is not None else None,
+            last_fetch=utc(prev.fetched_at) if prev is not None else None,
+            intervals=prev.intervals if prev is not None else (),
+            prior=prior,
+            draw=audit_draw(self._run.seed, self._run.run_id, item.url),
+            policy=self._run.policy,
+            shift=self._run.shift(item.segment),
+            captured=captured(prev) if prev is not None else None,
+            audit_share=self._audit_share(item.segment, standing),
+            utc_offset=self._run.utc_offset(item.segment),
+            page_history=self._page_history(item.segment, standing, prev),
+        )
+
+    def _page_history(
+        self, segment: str, standing: SegmentState | None, prev: UrlState | None
+    ) -> tuple[list[tuple[float, bool]], tuple[int, float]] | None:
+        """The URL's change history from its page's own dates, with the segment's pooled
+        prior, when the segment's page dates are verified (see ``page_dates_verified``)."""
+        if (
+            prev is None
+            or not prev.page_intervals
+            or standing is None
+            or not standing.counts.get("page_dates_verified")
+        ):
+            return None
+        prior = self._page_priors.get(segment)
+        if prior is None:
+            prior = self._page_priors[segment] = self._run.store.segment_rate(
+                self._run.origin, segment, page_dates=True
+            )
+        return prev.page_intervals, prior
+
+    def _audit_share(self, segment: str, standing: SegmentState | None) -> float | None:
+        """The segment's audit share when it is not the policy's: a TRUSTED segment's,
+        sized by need from its counts; a PROVISIONAL one never audited yet audits
+        ``SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT`` URLs at once (a lastmod that stays put
+        while pages change, which its pages' own dates can hide, shows on the first run
+        that can see it). Cached."""
+        if standing is None or standing.verdict not in ("TRUSTED", "PROVISIONAL"):
+            return None
+        share = self.audit_shares.get(segment)
+        if share is None:
+            counts = standing.counts
+            if standing.verdict == "TRUSTED":
+                share = trusted_audit_share(
+                    float(counts.get("tp", 0.0)),
+                    float(counts.get("n_unch", 0.0)),
+                    DECAY,
+                    self._run.policy,
+                    audits=audits(counts),
+                    # the first run has nothing to compare with: no ΔL = 0 count
+                    runs=max(int(counts.get("runs", 0)) - 1, 1),
+                    pool=self._run.judgement.standing_pool(segment),
+                )
+            elif self._run.first_audit and audits(counts) < 1:
+                known = self._run.store.segment_size(self._run.origin, segment)
+                share = min(1.0, self._run.first_audit / max(known, 1))
+                share = max(self._run.policy.audit_provisional, share)
+            else:
+                share = self._run.policy.audit_provisional
+            self.audit_shares[segment] = share
+        return share

@@ -1,0 +1,265 @@
+"""State across runs, the verdict: a segment's cross-run score, pooled within its site, saved.
+
+This run's observations (lastmod moved or not against content changed or not, from the
+pages we fetched twice) are added to each segment's decayed counts; misses a lagged sitemap
+reported late are settled; a segment whose pages change too rarely is scored with its
+site's other PROVISIONAL and TRUSTED segments; the verdict combines the run's own (L0/L1)
+with that history (``sitemapcrawl.verify.crossrun.combine``) and is saved.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Any
+
+from sitemapcrawl.incremental.segmentrun import audits, utc
+from sitemapcrawl.incremental.store import SegmentState
+from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
+from sitemapcrawl.verify.crossrun import DECAY, CrossRun, combine
+from sitemapcrawl.verify.schedule import page_dates_verified, reports_within
+
+if TYPE_CHECKING:
+    from sitemapcrawl.incremental.crawlstate import CrawlState
+
+__all__ = ["GENERATION_CONFIRM", "SegmentJudgement"]
+
+#: Consecutive fetches on which a generation-time cluster must move to be confirmed
+#: (docs/verification.md, "Generation time").
+GENERATION_CONFIRM = 3
+#: Share of a segment's lastmods in one 10-minute window that makes them one stamp.
+STAMP_SHARE = 0.9
+#: Runs a miss waits for a lagged sitemap to report it before it stands.
+LAG_RUNS = 2
+#: A segment's pages are refetched conditionally once their ETag or Last-Modified changed
+#: with their content this many times (decayed), and never stayed put while it changed.
+VALIDATOR_MIN_HITS = 10
+_PAGE_CHECKS = ("hit", "miss", "false", "still")
+
+
+def _decayed(kept: list[float] | None, checks: Counter[str], kinds: tuple[str, ...]) -> list[float]:
+    """Counts kept across runs (decayed by ``DECAY`` per run) plus this run's, by kind."""
+    old = kept or [0.0] * len(kinds)
+    return [round(DECAY * float(o) + checks[k], 3) for o, k in zip(old, kinds, strict=True)]
+
+
+class SegmentJudgement:
+    """Each segment's verdict across runs, with this run's observations."""
+
+    def __init__(self, run: CrawlState) -> None:
+        self._run = run
+        self._unchanged: dict[str, int] | None = None
+        self.late: dict[str, tuple[int, int]] = {}
+        #: this run's L2 counts per segment, all updated at the first verdict (pooling)
+        self._l2_now: dict[str, CrossRun] | None = None
+
+    def judge(
+        self, segment: str, static_name: str, static_reason: str, evidence: dict[str, Any]
+    ) -> tuple[str, str, dict[str, Any]]:
+        """Combine this run's L0/L1 verdict with the segment's history and save it."""
+        run = self._run
+        standing = run.segments.get(segment)
+        l2 = self.updated_l2(segment)
+        pool, pool_segments = self._pool(segment)
+        centre = (evidence.get("l0") or {}).get("cluster_centre")
+        centre = str(centre) if centre is not None else None
+        moves = run.cluster_moves(segment, centre)
+        if moves is None:
+            moves = 1 if centre is not None else 0
+        if static_name == "GENERATION_TIME" and centre is not None and moves >= GENERATION_CONFIRM:
+            # a generation-time cluster is confirmed when it moves on 3 fetches in a row
+            static_reason = (
+                f"{static_reason[:-1]}; confirmed: the cluster moved on {moves} "
+                "consecutive fetches."
+            )
+            evidence = {**evidence, "confirmed": True}
+        if evidence.get("n_sampled"):
+            l2.extra["sampled_at"] = format_utc(
+                (run.server_now or run.started).replace(microsecond=0)
+            )
+        l2.extra["cluster_centre"] = centre
+        l2.extra["cluster_moves"] = moves
+        name, reason, extra = combine(
+            static_name,
+            static_reason,
+            standing.verdict if standing is not None else None,
+            l2,
+            sampled=bool(evidence.get("n_sampled")),
+            stamp=(evidence.get("l0") or {}).get("window_share", 0.0) >= STAMP_SHARE,
+            pool=pool,
+            pool_segments=pool_segments,
+        )
+        signals = self._keep_signals(segment, l2, name, static_name, evidence)
+        since_run = (
+            standing.verdict_since_run
+            if standing is not None and standing.verdict == name
+            else run.run_id
+        )
+        new = SegmentState(segment, name, since_run, l2.as_dict())
+        run.store.save_segment(run.origin, run.run_id, new, reason, {**evidence, **extra})
+        extra = {**extra, "verdict_since_run": since_run, "cluster_moves": moves, **signals}
+        late, waiting = self.late.get(segment, (0, 0))[0], run.by_segment[segment].lag_pending
+        if late or waiting:
+            extra["late_reports"] = {"settled": late, "waiting": waiting}
+        return name, reason, extra
+
+    def _keep_signals(
+        self,
+        segment: str,
+        l2: CrossRun,
+        name: str,
+        static_name: str,
+        evidence: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Keep with the segment's counts what later runs use besides the verdict: the
+        pages' UTC offset, a TZ_SHIFT's shift, whether its pages' own dates and its
+        validators proved honest, whether a PARTIAL segment's dated subset agreed. Returns
+        the report's view of the page-date and validator checks."""
+        seg = self._run.by_segment[segment]
+        if evidence.get("utc_offset_s") is not None:
+            l2.extra["utc_offset_s"] = evidence["utc_offset_s"]
+        if name == "TZ_SHIFT":
+            k = evidence.get("k")
+            if k is not None:
+                l2.extra["tz_shift_s"] = int(k) * 3600
+        else:
+            l2.extra.pop("tz_shift_s", None)
+        page_dates = _decayed(l2.extra.get("page_dates"), seg.page_checks, _PAGE_CHECKS)
+        l2.extra["page_dates"] = page_dates
+        l2.extra["page_dates_verified"] = int(page_dates_verified(*page_dates))
+        validators = _decayed(l2.extra.get("validators"), seg.validator_checks, ("hit", "miss"))
+        l2.extra["validators"] = validators
+        l2.extra["validators_verified"] = int(
+            validators[0] >= VALIDATOR_MIN_HITS and validators[1] < 0.5
+        )
+        l2.extra["subset_trusted"] = int(
+            static_name == "PARTIAL" and evidence.get("subset_verdict") == "PROVISIONAL"
+        )
+        return {
+            "page_dates": {
+                "hits": page_dates[0],
+                "misses": page_dates[1],
+                "false_moves": page_dates[2],
+                "still": page_dates[3],
+                "verified": bool(l2.extra["page_dates_verified"]),
+            },
+            "validators": {
+                "hits": validators[0],
+                "misses": validators[1],
+                "verified": bool(l2.extra["validators_verified"]),
+            },
+        }
+
+    def settle_misses(self) -> dict[str, tuple[int, int]]:
+        """Misses of earlier runs, settled now. A lastmod that moved into the window the
+        change happened in was late, not wrong (a lagged sitemap): the miss becomes a true
+        positive. One that moved past the window reports a later change that hides
+        whether the earlier one would have been reported: a counted miss stays counted,
+        one waiting for the sitemap is dropped. One that moved to an earlier time, or not
+        at all within ``LAG_RUNS`` runs, is a miss. Per segment: (late reports, misses
+        to add)."""
+        settled: list[str] = []
+        result: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for url, segment, raw, since, at, run, counted, moved in self._run.store.open_misses(
+            self._run.origin, self._run.run_id
+        ):
+            lastmod = parse_lastmod(raw) if raw and moved else None
+            start, end = utc(since), utc(at)
+            shift = self._run.shift(segment) or 0.0
+            if lastmod is not None and lastmod.value is not None and start and end:
+                offset = self._run.utc_offset(segment)
+                if reports_within(lastmod, (start, end), shift, offset):
+                    result[segment][0] += 1
+                    result[segment][1] -= int(counted)
+                elif not reports_within(
+                    lastmod, (dt.datetime.min.replace(tzinfo=dt.UTC), end), shift, offset
+                ):
+                    pass  # superseded by a later change
+                else:
+                    result[segment][1] += int(not counted)
+            elif moved or self._run.run_id - run >= LAG_RUNS:
+                result[segment][1] += int(not counted)
+            else:
+                continue
+            settled.append(url)
+        if settled:
+            self._run.store.settle_misses(self._run.origin, settled)
+        return {segment: (late, fn) for segment, (late, fn) in result.items()}
+
+    def updated_l2(self, segment: str) -> CrossRun:
+        """``segment``'s L2 counts with this run added (every segment's, computed at once
+        on the first call, so that a verdict can read its site's pooled counts)."""
+        if self._l2_now is None:
+            self._run.flush()
+            self._unchanged = self._run.store.unchanged_counts(self._run.origin, self._run.run_id)
+            self.late = self.settle_misses()
+            self._l2_now = {}
+            for name in list(self._run.by_segment):
+                self._l2_now[name] = self._with_this_run(name)
+        found = self._l2_now.get(segment)
+        if found is None:  # a segment first seen after the others were judged
+            found = self._l2_now[segment] = self._with_this_run(segment)
+        return found
+
+    def _with_this_run(self, segment: str) -> CrossRun:
+        """The segment's stored L2 counts, decayed, plus this run's observations and the
+        late reports and misses settled on it."""
+        standing = self._run.segments.get(segment)
+        l2 = CrossRun.from_dict(standing.counts if standing is not None else {})
+        l2.add_run(
+            self._run.by_segment[segment].observations, (self._unchanged or {}).get(segment, 0)
+        )
+        late, misses = self.late.get(segment, (0, 0))
+        if late or misses:
+            l2.tp += late
+            l2.fn = max(0.0, l2.fn + misses)
+            l2.extra["late_reports"] = int(l2.extra.get("late_reports", 0)) + late
+        return l2
+
+    def _pool(self, segment: str) -> tuple[CrossRun, int]:
+        """The summed L2 counts of ``segment`` and of its site's other segments whose
+        standing verdict is PROVISIONAL or TRUSTED (written by the same site software; a
+        red or over-reporting segment's counts would flatter the recall), and how many
+        they are (crossrun "Pooling")."""
+        assert self._l2_now is not None
+        pool = CrossRun()
+        members = 0
+        for name, l2 in self._l2_now.items():
+            if not self._pools_with(segment, name):
+                continue
+            members += 1
+            pool.tp += l2.tp
+            pool.fp += l2.fp
+            pool.fn += l2.fn
+            pool.tn += l2.tn
+            pool.n_unch += l2.n_unch
+            pool.runs = max(pool.runs, l2.runs)
+        return pool, members
+
+    def _pools_with(self, segment: str, name: str) -> bool:
+        """Whether ``name``'s counts are in ``segment``'s pool: itself, or a segment of its
+        site whose standing verdict is PROVISIONAL or TRUSTED."""
+        if name == segment:
+            return True
+        standing = self._run.segments.get(name)
+        return (
+            standing is not None
+            and standing.verdict in ("PROVISIONAL", "TRUSTED")
+            and self._run.site_of(name) == self._run.site_of(segment)
+        )
+
+    def standing_pool(self, segment: str) -> tuple[float, float, float] | None:
+        """The summed (TP, N_unch, audits) of ``segment``'s site's PROVISIONAL and TRUSTED
+        segments as they stood after the previous run, when there are several (``_pool``)."""
+        members = [
+            standing.counts
+            for name, standing in self._run.segments.items()
+            if self._pools_with(segment, name)
+        ]
+        if len(members) < 2:
+            return None
+        return (
+            sum(float(c.get("tp", 0.0)) for c in members),
+            sum(float(c.get("n_unch", 0.0)) for c in members),
+            sum(audits(c) for c in members),
+        )

@@ -1,0 +1,241 @@
+"""State across runs, our page fetches: what changed between two fetches, and what lastmod said.
+
+Each page we fetch (sampled, audited, refetched) is compared with our previous fetch of it:
+its content changed or not (the fingerprint), its own date and its validators moved or
+not, and its lastmod moved or not. A change the lastmod did not report is a miss, unless
+the sitemap was built before the change could be in it (a lagged sitemap).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sitemapcrawl.incremental.segmentrun import captured, utc
+from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
+from sitemapcrawl.verify.crossrun import Observation
+from sitemapcrawl.verify.schedule import delta_l, page_date_intervals
+from sitemapcrawl.verify.scoring import MAX_LAG
+
+if TYPE_CHECKING:
+    from sitemapcrawl.incremental.crawlstate import CrawlState
+    from sitemapcrawl.incremental.store import UrlState
+
+__all__ = ["RANDOM_REASONS", "PageObservations"]
+
+#: Page fetches chosen independently of how the page changes: they estimate the miss rate
+#: (§5d). The sample, the panel and the audit are drawn at random; ``no_history`` is every
+#: URL of an untrusted segment fetched once so far (on a second run, the whole segment: a
+#: census, the best audit there is). ``poisson`` is not: it picks the pages that change
+#: most, and would overstate the misses.
+RANDOM_REASONS = frozenset({"sample", "panel", "audit", "no_history"})
+
+
+@dataclass(slots=True)
+class _Change:
+    """One page fetch compared with our previous fetch of it."""
+
+    interval: tuple[float, bool]  # seconds since our previous fetch, content changed
+    from_dates: list[tuple[float, bool]]  # the history the page's own dates give
+    observed: dict[str, Any] = field(default_factory=dict)
+    miss: tuple[str, bool] | None = None  # (previous fetch's time, counted)
+
+
+class PageObservations:
+    """The pages one run fetched, recorded against what the state knew of them."""
+
+    def __init__(self, run: CrawlState) -> None:
+        self._run = run
+
+    def observe(
+        self,
+        url: str,
+        segment: str,
+        reason: str,
+        *,
+        status: int | None,
+        fetched_at: dt.datetime,
+        fingerprint: str | None,
+        page_modified: str | None,
+        http_last_modified: str | None,
+        etag: str | None,
+        not_modified: bool = False,
+    ) -> dict[str, Any] | None:
+        """Record a fetched page; returns the change observation when we had fetched it
+        before (``changed``, ``interval_s``, ``lastmod_moved``). ``not_modified``: it
+        answered ``304`` to our conditional request: it is what we fetched last time."""
+        run = self._run
+        run.flush()
+        prev = run.store.url(run.origin, url)
+        if not_modified and prev is not None:
+            fingerprint, page_modified = prev.fingerprint, prev.page_modified
+            http_last_modified, etag = prev.http_last_modified, prev.etag
+        change: _Change | None = None
+        from_dates: list[tuple[float, bool]] = []
+        if fingerprint is not None and (prev is None or prev.fingerprint is None):
+            from_dates, _ = page_date_intervals(
+                fetched_at=fetched_at,
+                page_date=_page_moment(page_modified),
+                previous_fetch=None,
+                previous_date=None,
+                changed=None,
+                cap=run.policy.max_age.total_seconds(),
+            )
+        if prev is not None and prev.fingerprint is not None and fingerprint is not None:
+            change = self._compare(
+                prev,
+                segment,
+                reason,
+                fetched_at=fetched_at,
+                fingerprint=fingerprint,
+                page_modified=page_modified,
+                validators=(etag, http_last_modified),
+                not_modified=not_modified,
+            )
+            if change is not None:
+                from_dates = change.from_dates
+        run.store.record_fetch(
+            run.origin,
+            run.run_id,
+            url,
+            fetched_at=format_utc(fetched_at.replace(microsecond=0)),
+            reason=reason,
+            status=status,
+            fingerprint=fingerprint,
+            page_modified=page_modified,
+            http_last_modified=http_last_modified,
+            etag=etag,
+            interval=change.interval if change is not None else None,
+            miss=change.miss if change is not None else None,
+            page_intervals=from_dates,
+        )
+        return change.observed if change is not None else None
+
+    def _compare(
+        self,
+        prev: UrlState,
+        segment: str,
+        reason: str,
+        *,
+        fetched_at: dt.datetime,
+        fingerprint: str,
+        page_modified: str | None,
+        validators: tuple[str | None, str | None],
+        not_modified: bool,
+    ) -> _Change | None:
+        """This fetch against our previous one: content changed or not, and whether the
+        page's own date, its validators and its lastmod said so (this run's counts)."""
+        run = self._run
+        before = utc(prev.fetched_at)
+        if before is None or prev.fetched_at is None:
+            return None
+        seconds = max((fetched_at - before).total_seconds(), 0.0)
+        changed = fingerprint != prev.fingerprint
+        seg = run.by_segment[segment]
+        from_dates, check = page_date_intervals(
+            fetched_at=fetched_at,
+            page_date=_page_moment(page_modified),
+            previous_fetch=before,
+            previous_date=_page_moment(prev.page_modified),
+            changed=changed,
+            cap=run.policy.max_age.total_seconds(),
+        )
+        if check is not None:
+            seg.page_checks[check] += 1
+        moved_validator = _validator_moved(prev, *validators)
+        if changed and moved_validator is not None and not not_modified:
+            seg.validator_checks["hit" if moved_validator else "miss"] += 1
+        lastmod = parse_lastmod(prev.lastmod_raw) if prev.lastmod_raw else None
+        moved = bool(
+            delta_l(
+                lastmod,
+                before,
+                prev.fetched_lastmod_raw,
+                compare_raw=True,
+                captured=captured(prev),
+                shift=run.shift(segment) or 0.0,
+                utc_offset=run.utc_offset(segment),
+            )
+        )
+        random = reason in RANDOM_REASONS
+        change = _Change((seconds, changed), from_dates)
+        change.observed = {"changed": changed, "interval_s": seconds, "lastmod_moved": moved}
+        if lastmod is None or lastmod.value is None:
+            return change
+        lagging = False
+        if changed and not moved and random:
+            # A miss, unless the sitemap was built before the change could be in it;
+            # either way a later lastmod covering it settles it.
+            lagging = self._lag_explains(prev.sitemap, before, page_modified)
+            change.miss = (prev.fetched_at, not lagging)
+            change.observed["lag_explained"] = lagging
+            seg.lag_pending += lagging
+        if not lagging:
+            seg.observations.append(Observation(moved, changed, random))
+        return change
+
+    def _lag_explains(self, sitemap: str, before: dt.datetime, page_modified: str | None) -> bool:
+        """Whether a change found between our fetch at ``before`` and now can be too recent
+        for the sitemap as read on this run: the whole window, or the page's own date (not
+        a render time: see ``PageEvidence.best_modified``) inside it, is after the moment
+        the sitemap was built (its ``Last-Modified``, else the time we read it)."""
+        as_of = self._run.sitemaps.as_of.get(sitemap)
+        if as_of is None or (self._run.server_now or self._run.started) - as_of > MAX_LAG:
+            return False  # a file built days ago is not lagging: it is stale
+        if before > as_of:  # (the same second says nothing: HTTP dates are in seconds)
+            return True
+        modified = utc(page_modified)
+        return modified is not None and modified >= before and modified > as_of
+
+    def validators(self, url: str, segment: str) -> dict[str, str]:
+        """``If-None-Match`` / ``If-Modified-Since`` for refetching ``url``: only in a segment
+        whose validators changed every time our fetches saw its content change (see
+        :data:`VALIDATOR_MIN_HITS`), so a ``304`` can be believed."""
+        standing = self._run.segments.get(segment)
+        if (
+            not self._run.conditional_pages
+            or standing is None
+            or not standing.counts.get("validators_verified")
+        ):
+            return {}
+        prev = self._run.store.url(self._run.origin, url)
+        if prev is None or prev.fingerprint is None:
+            return {}
+        headers = {}
+        if prev.etag:
+            headers["If-None-Match"] = prev.etag
+        if prev.http_last_modified:
+            moment = utc(prev.http_last_modified)
+            if moment is not None:
+                headers["If-Modified-Since"] = email.utils.format_datetime(
+                    moment.astimezone(dt.UTC), usegmt=True
+                )
+        return headers
+
+
+def _validator_moved(prev: UrlState, etag: str | None, last_modified: str | None) -> bool | None:
+    """Whether the page's validator changed since ``prev`` (its ETag when both fetches had
+    one, else its Last-Modified); None when there is none to compare."""
+    if prev.etag and etag:
+        return prev.etag.removeprefix("W/") != etag.removeprefix("W/")
+    if prev.http_last_modified and last_modified:
+        return prev.http_last_modified != last_modified
+    return None
+
+
+def _page_moment(text: str | None) -> dt.datetime | None:
+    """A page's own modification date as a moment: only a time with its zone (a date, or
+    a time in an unknown zone, cannot place a change between two daily fetches)."""
+    if not text:
+        return None
+    parsed = parse_lastmod(text)
+    if (
+        parsed is None
+        or parsed.value is None
+        or parsed.precision in ("day", "month", "year")
+        or "assumed_utc" in parsed.flags
+    ):
+        return None
+    return parsed.value

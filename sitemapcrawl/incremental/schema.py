@@ -1,0 +1,262 @@
+"""State across runs, the file: its SQLite schema and migrations, and how a file is opened.
+
+The file carries SQLite's ``application_id`` (``SMCP``) and ``user_version`` (the schema
+version). A file that is not SQLite, another application's database or a schema from a
+newer sitemapcrawl is refused with :class:`StateError`, and never modified. Older schemas
+are upgraded in place, in one transaction per step.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = [
+    "APPLICATION_ID",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "StateError",
+    "check_header",
+    "open_database",
+]
+
+APPLICATION_ID = 0x534D4350  # "SMCP"
+
+#: Each step upgrades the schema by one version; ``SCHEMA_VERSION`` is their count.
+MIGRATIONS: tuple[str, ...] = (
+    # 1: runs, URLs with their lastmod history, segments and their verdicts
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        origin TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        server_now TEXT,
+        finished_at TEXT,
+        finish_reason TEXT,
+        since TEXT
+    );
+    CREATE INDEX runs_origin ON runs (origin, id);
+    CREATE TABLE urls (
+        origin TEXT NOT NULL,
+        url TEXT NOT NULL,
+        segment TEXT NOT NULL,
+        sitemap TEXT NOT NULL,
+        lastmod_raw TEXT,
+        first_run INTEGER NOT NULL,
+        last_run INTEGER NOT NULL,
+        lastmod_changed_at TEXT,
+        last_refetch_at TEXT,
+        fetched_at TEXT,
+        fingerprint TEXT,
+        page_modified TEXT,
+        http_last_modified TEXT,
+        etag TEXT,
+        intervals TEXT NOT NULL DEFAULT '[]',
+        item TEXT,
+        PRIMARY KEY (origin, url)
+    ) WITHOUT ROWID;
+    CREATE TABLE lastmod_history (
+        origin TEXT NOT NULL,
+        url TEXT NOT NULL,
+        run_id INTEGER NOT NULL,
+        lastmod_raw TEXT
+    );
+    CREATE INDEX lastmod_history_url ON lastmod_history (origin, url);
+    CREATE TABLE fetches (
+        origin TEXT NOT NULL,
+        url TEXT NOT NULL,
+        run_id INTEGER NOT NULL,
+        fetched_at TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        status INTEGER,
+        fingerprint TEXT,
+        page_modified TEXT,
+        changed INTEGER
+    );
+    CREATE INDEX fetches_url ON fetches (origin, url);
+    CREATE TABLE segments (
+        origin TEXT NOT NULL,
+        segment TEXT NOT NULL,
+        verdict TEXT,
+        verdict_since_run INTEGER,
+        counts TEXT NOT NULL DEFAULT '{}',
+        PRIMARY KEY (origin, segment)
+    ) WITHOUT ROWID;
+    CREATE TABLE verdicts (
+        origin TEXT NOT NULL,
+        segment TEXT NOT NULL,
+        run_id INTEGER NOT NULL,
+        verdict TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        evidence TEXT NOT NULL
+    );
+    CREATE INDEX verdicts_segment ON verdicts (origin, segment, run_id);
+    """,
+    # 2: sitemap files (conditional requests, 304 replay, trusted index lastmod)
+    """
+    CREATE TABLE sitemaps (
+        origin TEXT NOT NULL,
+        url TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        etag TEXT,
+        last_modified TEXT,
+        body_hash TEXT,
+        index_lastmod TEXT,
+        run_id INTEGER NOT NULL,
+        lastmod_agree INTEGER NOT NULL DEFAULT 0,
+        lastmod_miss INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (origin, url)
+    ) WITHOUT ROWID;
+    CREATE TABLE sitemap_children (
+        origin TEXT NOT NULL,
+        index_url TEXT NOT NULL,
+        child_url TEXT NOT NULL,
+        lastmod_raw TEXT,
+        position INTEGER NOT NULL,
+        PRIMARY KEY (origin, index_url, child_url)
+    ) WITHOUT ROWID;
+    CREATE INDEX urls_sitemap ON urls (origin, sitemap);
+    ALTER TABLE urls ADD COLUMN fetched_lastmod_raw TEXT;
+    ALTER TABLE urls ADD COLUMN lastmod_changed_run INTEGER;
+    ALTER TABLE runs ADD COLUMN report TEXT;
+    ALTER TABLE sitemaps ADD COLUMN body BLOB;
+    ALTER TABLE sitemaps ADD COLUMN content_encoding TEXT;
+    """,
+    # 3: a change our fetch found before the lastmod reported it (a miss, or a lagged
+    # sitemap's late report): the window it happened in, until a later lastmod covers it
+    """
+    ALTER TABLE urls ADD COLUMN miss_since TEXT;
+    ALTER TABLE urls ADD COLUMN miss_at TEXT;
+    ALTER TABLE urls ADD COLUMN miss_run INTEGER;
+    ALTER TABLE urls ADD COLUMN miss_counted INTEGER;
+    """,
+    # 4: the change history the page's own dates give (a change at the date, none since),
+    # used for the URL's change rate once the segment's page dates are verified
+    """
+    ALTER TABLE urls ADD COLUMN page_intervals TEXT NOT NULL DEFAULT '[]';
+    """,
+    # 5: two indexes nothing reads (URLs by sitemap: a 304 now parses the stored body;
+    # a URL's lastmod history: kept as a table to query, scanned when it is) cost a copy of
+    # every URL each; at 1,000,000 URLs they were a third of the file
+    """
+    DROP INDEX urls_sitemap;
+    DROP INDEX lastmod_history_url;
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class StateError(Exception):
+    """The state file cannot be used (not SQLite, foreign, from a newer version, locked)."""
+
+
+def open_database(
+    path: Path, upto: int = SCHEMA_VERSION
+) -> tuple[sqlite3.Connection, int, int | None]:
+    """Open ``path`` (creating it and its directory when missing), checked, tuned and
+    upgraded to schema ``upto``: the connection, its schema version, and the version it
+    was upgraded from (None when it was not). Raises :class:`StateError`."""
+    existed = path.exists() and path.stat().st_size > 0
+    if existed:
+        check_header(path)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StateError(f"{path}: cannot open the state file ({exc})") from exc
+    try:
+        if existed:
+            _check_database(db, path)
+        version, upgraded_from = _migrate(db, path, existed, upto)
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise StateError(f"{path}: the state file is damaged or not SQLite ({exc})") from exc
+    except StateError:
+        db.close()
+        raise
+    return db, version, upgraded_from
+
+
+def _check_database(db: sqlite3.Connection, path: Path) -> None:
+    """Refuse another application's database, or a damaged file."""
+    app = db.execute("PRAGMA application_id").fetchone()[0]
+    if app != APPLICATION_ID:
+        raise StateError(
+            f"{path}: not a sitemapcrawl state file (another application's "
+            "SQLite database); refusing to touch it"
+        )
+    # A damaged file opens and reads until it meets the damage; refuse it whole
+    # (a malformed header or root page raises DatabaseError here, reported alike).
+    found = [
+        line
+        for (text,) in db.execute("PRAGMA quick_check(10)")
+        for line in str(text).splitlines()
+        if line != "ok" and not line.startswith("***")
+    ]
+    if found:
+        raise StateError(
+            f"{path}: the state file is damaged (SQLite's quick_check: "
+            f"{'; '.join(found[:3])}); refusing to touch it: move it away to start "
+            "afresh, or restore a copy"
+        )
+
+
+def _migrate(
+    db: sqlite3.Connection, path: Path, existed: bool, upto: int
+) -> tuple[int, int | None]:
+    """Tune the connection and upgrade the schema to ``upto``, one transaction a step."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise StateError(
+            f"{path}: written by a newer sitemapcrawl (schema {version}, this one "
+            f"knows up to {SCHEMA_VERSION}); refusing to touch it"
+        )
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    # URL rows are merged in key order (see StateStore.write_urls), so the merge needs few
+    # pages at a time; checkpoints every 20,000 pages keep pages from being copied again
+    # and again. An 8 MiB page cache keeps the upper levels of a large URL table for
+    # incremental runs' lookups (docs/benchmarks.md, "The state file's cost").
+    db.execute("PRAGMA cache_size=-8192")
+    db.execute("PRAGMA wal_autocheckpoint=20000")
+    db.execute("PRAGMA foreign_keys=OFF")
+    upgraded_from = version if existed and version < upto else None
+    for step in range(version, upto):
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(MIGRATIONS[step]):
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {step + 1}")
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+    return (upto if version < upto else version), upgraded_from
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_header(path: Path) -> None:
+    """Refuse a file that is not SQLite before sqlite3 touches it."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise StateError(f"{path}: cannot read the state file ({exc})") from exc
+    if head != _SQLITE_MAGIC:
+        raise StateError(
+            f"{path}: not a SQLite file (a sitemapcrawl state file was expected); "
+            "refusing to overwrite it: move it away or set SITEMAPCRAWL_STATE_PATH"
+        )
+
+
+def _statements(sql: str) -> list[str]:
+    """A migration's statements, run one by one inside our own transaction
+    (``executescript`` would commit first)."""
+    return [s.strip() for s in sql.split(";") if s.strip()]

@@ -1,0 +1,57 @@
+"""State across runs, one run's bookkeeping per segment, and the helpers its parts share."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sitemapcrawl.sitemaps.dates import parse_feed_date
+from sitemapcrawl.verify.crossrun import Observation
+
+if TYPE_CHECKING:
+    from sitemapcrawl.incremental.store import UrlState
+
+__all__ = ["SegmentRun", "audits", "captured", "utc"]
+
+
+@dataclass(slots=True)
+class SegmentRun:
+    """This run's incremental bookkeeping for one segment."""
+
+    decisions: Counter[str] = field(default_factory=Counter)
+    refetch: int = 0
+    observations: list[Observation] = field(default_factory=list)
+    lastmod_after_since: int = 0
+    undated: int = 0
+    urls: int = 0
+    lag_pending: int = 0
+    #: How the pages' own dates behaved on re-fetch: hit, miss, false, still.
+    page_checks: Counter[str] = field(default_factory=Counter)
+    #: Pages whose content changed between two fetches: their ETag / Last-Modified
+    #: changed too (hit) or not (miss: a conditional GET would have hidden the change).
+    validator_checks: Counter[str] = field(default_factory=Counter)
+
+
+def utc(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    parsed = parse_feed_date(text)
+    return parsed.value if parsed is not None else None
+
+
+def captured(prev: UrlState) -> tuple[dt.datetime, dt.datetime] | None:
+    """The window between our last two fetches of a URL when the later one found it
+    changed (a lastmod moving into it later reports that change, already fetched)."""
+    if not prev.intervals or not prev.intervals[-1][1]:
+        return None
+    end = utc(prev.fetched_at)
+    if end is None:
+        return None
+    return end - dt.timedelta(seconds=prev.intervals[-1][0]), end
+
+
+def audits(counts: dict[str, Any]) -> float:
+    """A segment's audited ΔL = 0 pages (decayed), from its stored L2 counts."""
+    return float(counts.get("fn", 0.0)) + float(counts.get("tn", 0.0))
