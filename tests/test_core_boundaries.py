@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -9,12 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scrapy.exceptions import NotConfigured
-from scrapy.utils.misc import build_from_crawler
+from scrapy.addons import AddonManager
+from scrapy.exceptions import NotConfigured, ScrapyDeprecationWarning
+from scrapy.settings import Settings
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.test import get_crawler
 
 from sitemapcrawl.extensions.progress import SitemapProgressExtension
 from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem
+from sitemapcrawl.pipelines.sampling import PageSamplingPipeline
+from sitemapcrawl.pipelines.scrapedcount import ScrapedCountPipeline
 from sitemapcrawl.sitemaps.robots import ROBOTS_MAX_RULES_SIZE, parse_robots
 from sitemapcrawl.sitemaps.scope import ScopePolicy, private_address
 from sitemapcrawl.spiders.sitemap import SitemapCrawlSpider
@@ -324,3 +330,55 @@ def test_seen_urls_is_a_set() -> None:
         assert len(seen) == len(reference)
 
     check()
+
+
+_MOVED = [
+    ("sitemapcrawl.pipelines.PageSamplingPipeline", "sitemapcrawl.pipelines.sampling"),
+    ("sitemapcrawl.pipelines.ScrapedCountPipeline", "sitemapcrawl.pipelines.scrapedcount"),
+    ("sitemapcrawl.middlewares.SitemapLastmodMiddleware", "sitemapcrawl.spidermiddlewares.lastmod"),
+    ("sitemapcrawl.middlewares.SitemapBatchMiddleware", "sitemapcrawl.spidermiddlewares.batch"),
+    (
+        "sitemapcrawl.robotstxt.SitemapRobotsTxtMiddleware",
+        "sitemapcrawl.downloadermiddlewares.robotstxt",
+    ),
+    (
+        "sitemapcrawl.httpcompression.SitemapHttpCompressionMiddleware",
+        "sitemapcrawl.downloadermiddlewares.httpcompression",
+    ),
+    (
+        "sitemapcrawl.redirectguard.PrivateRedirectMiddleware",
+        "sitemapcrawl.downloadermiddlewares.privateredirect",
+    ),
+    ("sitemapcrawl.extensions.SitemapProgressExtension", "sitemapcrawl.extensions.progress"),
+]
+
+
+@pytest.mark.parametrize(("old", "module"), _MOVED)
+def test_an_old_component_path_loads_with_a_deprecation_warning(old: str, module: str) -> None:
+    name = old.rsplit(".", 1)[1]
+    with pytest.warns(ScrapyDeprecationWarning, match=rf"moved to {re.escape(module)}\.{name}"):
+        found = load_object(old)
+    assert found is load_object(f"{module}.{name}")
+
+
+def _pipelines_after_the_addon(settings: Settings) -> list[Any]:
+    """The item pipelines a crawl with ``settings`` builds, the add-on's included."""
+    AddonManager(get_crawler(settings_dict={})).load_settings(settings)
+    return [load_object(p) for p in build_component_list(settings.getwithbase("ITEM_PIPELINES"))]
+
+
+def test_a_project_naming_an_old_pipeline_path_runs_the_pipeline_once() -> None:
+    settings = Settings(
+        project_settings({"ITEM_PIPELINES": {"sitemapcrawl.pipelines.PageSamplingPipeline": 300}})
+    )
+    with pytest.warns(ScrapyDeprecationWarning):
+        pipelines = _pipelines_after_the_addon(settings)
+    assert pipelines.count(PageSamplingPipeline) == 1
+    assert pipelines.count(ScrapedCountPipeline) == 1
+
+
+def test_an_unknown_name_on_an_old_path_is_an_attribute_error() -> None:
+    import sitemapcrawl.middlewares
+
+    with pytest.raises(AttributeError, match="SitemapNoSuchMiddleware"):
+        _ = sitemapcrawl.middlewares.SitemapNoSuchMiddleware
