@@ -6,7 +6,7 @@ atheris``)::
     python fuzz/fuzz_reader.py -max_total_time=3600 -rss_limit_mb=1024
 
 With no corpus directory on the command line, ``fuzz/corpus/`` is used, seeded on first run
-from ``tests/data`` and the shared conformance corpus (it is not committed). Crashes are
+from ``tests/data`` (the conformance corpus included; the seeds are not committed). Crashes are
 written by libFuzzer as ``crash-*`` files in the current directory; replay one with
 ``python fuzz/fuzz_reader.py crash-...``.
 
@@ -35,7 +35,7 @@ with atheris.instrument_imports():
     from sitemapcrawl.sitemaps.robots import parse_robots
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
-SEEDS = (ROOT / "tests" / "data", ROOT.parent / "shared" / "conformance")
+SEEDS = (ROOT / "tests" / "data",)  # the conformance corpus is in tests/data/conformance
 URL = "https://site.example/dir/sitemap.xml"
 LIMITS = Limits(max_size=1 << 20, max_urls=1000, chunk_size=4096)
 SMALL_CHUNKS = Limits(max_size=1 << 20, max_urls=1000, chunk_size=7)

@@ -1,4 +1,4 @@
-"""Fixtures: loopback servers for the test sites, and the shared conformance corpus."""
+"""Fixtures: loopback servers for the test sites, and the conformance corpus (in tests/data)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,8 @@ if TYPE_CHECKING:
 
 DATA = Path(__file__).parent / "data"
 SITES = DATA / "sites"
-# CI lays shared/ beside the clone; SITEMAPCRAWL_SHARED points elsewhere if needed.
-SHARED = Path(os.environ.get("SITEMAPCRAWL_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-CONFORMANCE = SHARED / "conformance" / "crawler-commons"
+# crawler-commons' test resources, with their licence and provenance (README.md there).
+CONFORMANCE = DATA / "conformance" / "crawler-commons"
 
 
 @pytest.fixture(scope="session")
@@ -52,9 +51,9 @@ def site() -> Iterator[Callable[[str], MockServer]]:
 
 @pytest.fixture(scope="session")
 def conformance() -> Path:
-    """The crawler-commons corpus from shared/; its absence is a failure, not a skip."""
+    """The crawler-commons corpus; its absence is a failure, not a skip."""
     assert (CONFORMANCE / "expected.json").is_file(), (
-        f"conformance corpus not found at {CONFORMANCE}; set SITEMAPCRAWL_SHARED"
+        f"conformance corpus not found at {CONFORMANCE}"
     )
     return CONFORMANCE
 

@@ -1,4 +1,4 @@
-"""The core against crawler-commons' sitemap and robots.txt test files (shared/conformance).
+"""The core against crawler-commons' sitemap and robots.txt test files (tests/data/conformance).
 
 Every expectation comes from ``expected.json``: locations in document order, lastmods,
 changefreq, priority, every extension field, scope, the robots.txt Sitemap lines and the
