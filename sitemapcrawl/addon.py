@@ -15,6 +15,7 @@ from .distributed import redis_settings
 from .downloadermiddlewares.httpcompression import SitemapHttpCompressionMiddleware
 from .downloadermiddlewares.privateredirect import PrivateRedirectMiddleware
 from .downloadermiddlewares.robotstxt import SitemapRobotsTxtMiddleware
+from .downloadermiddlewares.sitemapredirect import SitemapRedirectMiddleware
 from .extensions.progress import SitemapProgressExtension
 from .extensions.sitemapdownload import SitemapDownloadExtension
 from .htmlreport.extension import HtmlReportExtension
@@ -28,7 +29,10 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULTS", "GUESS_PATHS", "SitemapCrawlAddon"]
 
-#: Where sites put sitemaps when robots.txt does not say (WordPress, Yoast, Rank Math…).
+#: Where sites put sitemaps when robots.txt does not say, most common first: most
+#: generators write /sitemap.xml (Hugo, Jekyll, Hexo, MkDocs, Docusaurus, Shopify…), Yoast
+#: and Rank Math /sitemap_index.xml, Gatsby and Astro /sitemap-index.xml, WordPress core
+#: /wp-sitemap.xml.
 GUESS_PATHS = (
     "/sitemap.xml",
     "/sitemap_index.xml",
@@ -45,6 +49,8 @@ DEFAULTS: dict[str, Any] = {
     # Discovery
     "SITEMAPCRAWL_GUESS": "fallback",  # off | fallback (when robots.txt declares none) | always
     "SITEMAPCRAWL_GUESS_PATHS": list(GUESS_PATHS),
+    # guess=fallback tries this many locations at a time, and stops at the first sitemap
+    "SITEMAPCRAWL_GUESS_AT_ONCE": 2,
     "SITEMAPCRAWL_SCOPE": "host",  # host | path | robots | off
     # Limits per run (0 = no limit)
     "SITEMAPCRAWL_MAX_SITEMAPS": 0,
@@ -189,6 +195,9 @@ class SitemapCrawlAddon:
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", ScrapedCountPipeline, 1000)
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", PrivateRedirectMiddleware, 950
+        )
+        settings.setdefault_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", SitemapRedirectMiddleware, 951
         )
         # Scrapy's robots.txt middleware lets concurrent waiters through (see robotstxt.py):
         # ours takes its place, unless a project disabled it on purpose.

@@ -9,6 +9,7 @@ __all__ = [
     "LINK",
     "LOCAL",
     "RECEIVED",
+    "REDIRECT_TAKEN",
     "REFETCH",
     "ROBOTS",
     "SAMPLE",
@@ -32,6 +33,8 @@ STOPPED = "sitemapcrawl_stopped"
 EXPECTED = "sitemapcrawl_expected"
 #: When a sitemap response's headers arrived (``time.monotonic``).
 HEADERS_AT = "sitemapcrawl_headers_at"
+#: The URL the sitemap redirect middleware let a redirected sitemap request go to.
+REDIRECT_TAKEN = "sitemapcrawl_redirect_taken"
 #: A sampled page request: its segment's name.
 SAMPLE = "sitemapcrawl_sample"
 #: A page refetched on an incremental run: why it was marked.

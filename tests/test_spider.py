@@ -207,66 +207,99 @@ async def test_basic_site(site: Callable[[str], MockServer]) -> None:
     ]
 
 
+def guessed(b: str) -> list[dict[str, Any]]:
+    """The guess site's /sitemap.xml, as items."""
+    return [
+        item(
+            f"{b}/shop/item-1",
+            lastmod="2024-01-02T03:04:05Z",
+            lastmod_raw="2024-01-02T03:04:05Z",
+            lastmod_precision="second",
+            sitemap=f"{b}/sitemap.xml",
+            segment="/shop/",
+            found_via="guessed",
+        ),
+        item(f"{b}/shop/item-2", sitemap=f"{b}/sitemap.xml", segment="/shop/", found_via="guessed"),
+    ]
+
+
 @deferred_f_from_coro_f
-async def test_fallback_guessing_when_robots_is_missing(site: Callable[[str], MockServer]) -> None:
+async def test_fallback_guessing_stops_at_the_first_sitemap(
+    site: Callable[[str], MockServer],
+) -> None:
+    """robots.txt answers 404: the usual locations are tried two at a time, most common
+    first, and the first wave holds a sitemap: nothing more is requested (the site's
+    /sitemap.txt is never asked for)."""
     server = site("guess")
     b = server.base
     items, crawler = await crawl(settings=SERIAL, origin=b)
-    assert by_url(items) == by_url(
-        [
-            item(
-                f"{b}/shop/item-1",
-                lastmod="2024-01-02T03:04:05Z",
-                lastmod_raw="2024-01-02T03:04:05Z",
-                lastmod_precision="second",
-                sitemap=f"{b}/sitemap.xml",
-                segment="/shop/",
-                found_via="guessed",
-            ),
-            item(
-                f"{b}/shop/item-2",
-                sitemap=f"{b}/sitemap.xml",
-                segment="/shop/",
-                found_via="guessed",
-            ),
-            item(f"{b}/contact", sitemap=f"{b}/sitemap.txt", segment="/", found_via="guessed"),
-        ]
-    )
+    assert by_url(items) == by_url(guessed(b))
     assert our_stats(crawler) == {
         "sitemapcrawl/robots/requested_count": 1,
         "sitemapcrawl/robots/status_count/404": 1,
         "sitemapcrawl/robots/sitemaps_count": 0,
-        "sitemapcrawl/guess/requested_count": 9,
-        "sitemapcrawl/guess/found_count": 2,
-        "sitemapcrawl/guess/miss_count": 7,
-        "sitemapcrawl/sitemaps/requested_count": 9,
-        "sitemapcrawl/sitemaps/done_count": 9,
-        "sitemapcrawl/sitemaps/parsed_count": 2,
+        "sitemapcrawl/guess/requested_count": 2,
+        "sitemapcrawl/guess/found_count": 1,
+        "sitemapcrawl/guess/miss_count": 1,
+        "sitemapcrawl/sitemaps/requested_count": 2,
+        "sitemapcrawl/sitemaps/done_count": 2,
+        "sitemapcrawl/sitemaps/parsed_count": 1,
         "sitemapcrawl/sitemaps/parsed_count/urlset": 1,
-        "sitemapcrawl/sitemaps/parsed_count/text": 1,
-        "sitemapcrawl/urls/duplicate_count": 1,
-        "sitemapcrawl/urls/found_count": 3,
+        "sitemapcrawl/urls/found_count": 2,
         "sitemapcrawl/lastmod/present_count": 1,
-        "sitemapcrawl/lastmod/missing_count": 2,
-        "sitemapcrawl/verdict_count/ABSENT": 1,
+        "sitemapcrawl/lastmod/missing_count": 1,
         "sitemapcrawl/verdict_count/PARTIAL": 1,
     }
     stats = crawler.stats.get_stats()  # type: ignore[union-attr]
     assert "log_count/WARNING" not in stats  # each miss is quiet
-    assert sorted(server.requests()) == sorted(
+    assert server.requests() == ["/robots.txt", "/sitemap.xml", "/sitemap_index.xml"]
+
+
+@deferred_f_from_coro_f
+async def test_fallback_guessing_goes_on_while_every_location_misses(
+    site: Callable[[str], MockServer], tmp_path: Path
+) -> None:
+    """Only the least common location holds a sitemap: wave after wave, two at a time,
+    each wave once the one before missed whole, every location once."""
+    (tmp_path / "post-sitemap.xml").write_text(
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<url><loc>{base}/p/1</loc></url></urlset>"
+    )
+    with MockServer(root=tmp_path) as server:
+        items, crawler = await crawl(settings=SERIAL, origin=server.base)
+        requests = server.requests()
+    assert [i["url"] for i in items] == [f"{server.base}/p/1"]
+    paths = ["/sitemap.xml", "/sitemap_index.xml", "/sitemap-index.xml", "/wp-sitemap.xml"]
+    paths += ["/sitemap.xml.gz", "/sitemap.txt", "/sitemaps.xml", "/sitemap_news.xml"]
+    paths += ["/post-sitemap.xml"]
+    assert requests[0] == "/robots.txt"
+    waves = [set(requests[i : i + 2]) for i in range(1, len(requests), 2)]
+    assert waves == [set(paths[i : i + 2]) for i in range(0, len(paths), 2)]
+    stats = our_stats(crawler)
+    assert stats["sitemapcrawl/guess/requested_count"] == 9
+    assert stats["sitemapcrawl/guess/miss_count"] == 8
+    assert stats["sitemapcrawl/guess/found_count"] == 1
+
+
+@deferred_f_from_coro_f
+async def test_guess_always_reads_every_location_that_is_a_sitemap(
+    site: Callable[[str], MockServer],
+) -> None:
+    server = site("guess")
+    b = server.base
+    items, crawler = await crawl(settings=SERIAL, origin=b, guess="always")
+    assert by_url(items) == by_url(
         [
-            "/robots.txt",
-            "/sitemap.xml",
-            "/sitemap_index.xml",
-            "/sitemap-index.xml",
-            "/wp-sitemap.xml",
-            "/sitemap.xml.gz",
-            "/sitemap.txt",
-            "/sitemaps.xml",
-            "/sitemap_news.xml",
-            "/post-sitemap.xml",
+            *guessed(b),
+            item(f"{b}/contact", sitemap=f"{b}/sitemap.txt", segment="/", found_via="guessed"),
         ]
     )
+    stats = our_stats(crawler)
+    assert stats["sitemapcrawl/guess/requested_count"] == 9
+    assert stats["sitemapcrawl/guess/found_count"] == 2
+    assert stats["sitemapcrawl/guess/miss_count"] == 7
+    assert stats["sitemapcrawl/urls/duplicate_count"] == 1  # /shop/item-2, in both
+    assert len(server.requests()) == 10
 
 
 @deferred_f_from_coro_f

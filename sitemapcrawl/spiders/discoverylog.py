@@ -86,6 +86,17 @@ class DiscoveryLog:
                 entry["site"] = task.site
         entry.update(facts)
 
+    def redirect_refused(self, task: SitemapTask, why: str, target: str) -> None:
+        """A redirect not followed (see ``SitemapFrontier.redirect_refusal``). A top-level
+        file that leads to one requested already is the same file under another name:
+        listed as a duplicate, no fault. Anything else is a loop, cut and logged."""
+        if why == "duplicate" and not task.depth and task.parent is None:
+            self.top_level(task, duplicate_of=target)
+            self.inc(task.site, "sitemaps/duplicate_file_count")
+            return
+        self.inc(task.site, "sitemaps/loop_count")
+        self.log_once("loop", task.url, f"redirects to {target}, already read; loop cut", task.site)
+
     def listed_again(self, url: str, sitemap: str) -> None:
         """A URL another sitemap listed first: kept as an example for the report."""
         if len(self.listed_twice) < MAX_TWICE:

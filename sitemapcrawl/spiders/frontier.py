@@ -96,6 +96,10 @@ class SitemapFrontier:
         """Sitemaps are still held back here: discovery is not over even if Scrapy is idle."""
         return bool(self._waiting)
 
+    def admitted(self, url: str) -> bool:
+        """Whether a request for ``url`` was taken (sent, held back, or read already)."""
+        return canonicalize_url(url) in self.visited
+
     def stop(self) -> None:
         """The crawl is closing (``max_urls``): the idle handler releases nothing more."""
         self._closing = True
@@ -132,6 +136,19 @@ class SitemapFrontier:
         if not task.probe:
             self.scheduled += 1
         return True
+
+    def redirect_refusal(self, task: SitemapTask, target: str) -> str | None:
+        """Why a redirect of ``task`` to ``target`` is not followed: ``loop`` (an ancestor
+        index), ``duplicate`` (a sitemap requested already); None: it is new, and taken."""
+        key = canonicalize_url(target)
+        if key == canonicalize_url(task.url):
+            return None
+        if key in task.chain:
+            return "loop"
+        if key in self.visited:
+            return "duplicate"
+        self.visited.add(key)
+        return None
 
     def schedule(self, request: Request, priority: int) -> Request | None:
         """``request`` to send now, or None when it waits here for a place (in priority

@@ -133,8 +133,16 @@ class SitemapReading:
         self.urls_emitted = 0
         self.closing = False
         self._report_sent = False  # the site report went out early (max_urls)
+        self._found_probes: set[str] = set()  # guessed locations that proved sitemaps
         self._state: CrawlState | None = None
         self._replay: SitemapReplay | None = None
+
+    def probe_found(self, task: SitemapTask) -> bool:
+        """Whether the guessed location ``task`` proved to be a sitemap (asked once)."""
+        if task.url in self._found_probes:
+            self._found_probes.discard(task.url)
+            return True
+        return False
 
     def use_state(self, state: CrawlState) -> None:
         """Read through the state file: 304s and unchanged children from stored bodies."""
@@ -184,18 +192,20 @@ class SitemapReading:
             self._remember(response, task, reader, kind, body)
 
     def _redirect_allowed(self, response: Response, task: SitemapTask) -> bool:
-        """A redirect to an ancestor, or to a file read already, is a loop: cut."""
-        if response.url == task.url:
+        """A redirect to an ancestor, or to a sitemap requested already, is not read (the
+        sitemap redirect middleware stops it before the download; this is the check
+        when it is off)."""
+        request = response.request  # (none for a body replayed from the state file)
+        taken = request.meta.get(meta.REDIRECT_TAKEN) if request is not None else None
+        if response.url in (task.url, taken):
             return True
-        key = canonicalize_url(response.url)
-        visited = self._frontier.visited
-        if key in task.chain or (key in visited and key != canonicalize_url(task.url)):
-            self._log.inc(task.site, "sitemaps/loop_count")
-            message = f"redirects to {response.url}, already read; loop cut"
-            self._log.log_once("loop", task.url, message, task.site)
-            return False
-        visited.add(key)
-        return True
+        why = self._frontier.redirect_refusal(task, response.url)
+        if why is None:
+            return True
+        self._log.redirect_refused(task, why, response.url)
+        if why == "duplicate" and task.probe:
+            self._found_probes.add(task.url)
+        return False
 
     def _body(self, response: Response, task: SitemapTask) -> bytes:
         """The body to parse: what arrived, exactly up to the size cap where the download
@@ -236,6 +246,7 @@ class SitemapReading:
             return False
         if task.probe:
             log.inc(site, "guess/found_count")
+            self._found_probes.add(task.url)
         log.top_level(task, status=status, kind=kind)
         log.inc(site, "sitemaps/parsed_count")
         log.inc(site, f"sitemaps/parsed_count/{kind}")

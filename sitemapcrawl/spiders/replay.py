@@ -105,7 +105,9 @@ class SitemapReplay:
                 headers[name] = value
         if encoding:
             headers[b"Content-Encoding"] = encoding.encode("latin-1")
-        replayed = Response(response.url, status=200, headers=headers, body=body)
+        replayed = Response(
+            response.url, status=200, headers=headers, body=body, request=response.request
+        )
         urls = 0
         try:
             for output in self._read(replayed, task):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
@@ -21,25 +22,44 @@ if TYPE_CHECKING:
 __all__ = ["RobotsDiscovery"]
 
 
+@dataclass(slots=True)
+class _GuessRound:
+    """The guessed locations of one site, tried a few at a time until one is a sitemap."""
+
+    candidates: list[tuple[int, str]]  # (rank, URL) still to try, most common first
+    in_flight: set[str] = field(default_factory=set)
+    found: bool = False
+
+
 class RobotsDiscovery:
     """Read robots.txt for its ``Sitemap:`` lines, and guess where sitemaps are when it
     declares none (``guess=fallback``), always (``always``) or never (``off``).
 
-    ``sitemap_request``: the spider's request for a sitemap task at a priority (None when
-    the frontier refuses it or holds it back). Settings: ``SITEMAPCRAWL_GUESS_PATHS``.
+    ``guess=fallback`` tries the usual locations in order of how common they are,
+    ``SITEMAPCRAWL_GUESS_AT_ONCE`` at a time, and stops at the first one that is a sitemap;
+    ``guess=always`` requests every one. ``sitemap_request``: the spider's request for a
+    sitemap task at a priority (None when the frontier refuses it or holds it back);
+    ``admitted``: whether the frontier took a URL. Settings:
+    ``SITEMAPCRAWL_GUESS_PATHS``, ``SITEMAPCRAWL_GUESS_AT_ONCE``.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 - the spider builds its parts in one place
         self,
         args: CrawlArguments,
         guess_paths: list[str],
+        at_once: int,
         log: DiscoveryLog,
         sitemap_request: Callable[[SitemapTask, int], Request | None],
+        admitted: Callable[[str], bool],
     ) -> None:
         self._guess = args.guess
         self._guess_paths = guess_paths
+        self._at_once = max(1, at_once)
         self._log = log
         self._sitemap_request = sitemap_request
+        self._admitted = admitted  # the frontier took this URL (now or earlier)
+        self._rounds: dict[str, _GuessRound] = {}
+        self._outbox: list[Request] = []
 
     def read(self, response: Response, site: str) -> Iterator[Request]:
         """Request each sitemap robots.txt declares, in the order the site declared them
@@ -85,13 +105,49 @@ class RobotsDiscovery:
             yield from self.guesses(site, exclude=set())
 
     def guesses(self, site: str, exclude: set[str]) -> Iterator[Request]:
-        """The usual sitemap locations of ``site``, most likely first."""
-        for rank, path in enumerate(self._guess_paths):
-            url = urljoin(site, path)
-            if url in exclude:
-                continue
-            self._log.inc(site, "guess/requested_count")
-            if request := self._sitemap_request(
-                SitemapTask(url, "guessed", site, probe=True), -rank
-            ):
-                yield request
+        """The usual sitemap locations of ``site``, most common first: all of them with
+        ``guess=always``, else the first few (:meth:`probed` sends the next ones)."""
+        urls = [(rank, urljoin(site, path)) for rank, path in enumerate(self._guess_paths)]
+        urls = [(rank, url) for rank, url in urls if url not in exclude]
+        if self._guess == "always":
+            for rank, url in urls:
+                self._probe(site, url, rank)
+            yield from self._sent()
+            return
+        self._rounds[site] = _GuessRound(urls)
+        yield from self._next(site)
+
+    def probed(self, task: SitemapTask, found: bool) -> Iterator[Request]:
+        """A guessed location was read (``found``: it is a sitemap) or missed: the next
+        few are tried while none was found."""
+        round_ = self._rounds.get(task.site)
+        if round_ is None:
+            return
+        round_.in_flight.discard(task.url)
+        round_.found = round_.found or found
+        yield from self._next(task.site)
+
+    def _next(self, site: str) -> Iterator[Request]:
+        """The next few locations, once every one in flight missed."""
+        round_ = self._rounds[site]
+        if round_.found or round_.in_flight:
+            return
+        while round_.candidates and len(round_.in_flight) < self._at_once:
+            rank, url = round_.candidates.pop(0)
+            if self._probe(site, url, rank):
+                round_.in_flight.add(url)
+        yield from self._sent()
+
+    def _probe(self, site: str, url: str, rank: int) -> bool:
+        """Ask for a guessed location; whether the frontier took it (sent now, or held
+        back for a place: either way it will be read)."""
+        self._log.inc(site, "guess/requested_count")
+        before = self._admitted(url)
+        request = self._sitemap_request(SitemapTask(url, "guessed", site, probe=True), -rank)
+        if request is not None:
+            self._outbox.append(request)
+        return request is not None or (self._admitted(url) and not before)
+
+    def _sent(self) -> Iterator[Request]:
+        requests, self._outbox = self._outbox, []
+        yield from requests

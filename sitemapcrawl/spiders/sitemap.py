@@ -25,6 +25,7 @@ from scrapy.spiders import SitemapSpider
 
 from sitemapcrawl import meta
 from sitemapcrawl.crawlcontext import crawl_context
+from sitemapcrawl.downloadermiddlewares.sitemapredirect import SitemapRedirectRefused
 from sitemapcrawl.incremental.crawlstate import CrawlState, StateError
 from sitemapcrawl.pipelines.report import site_reports
 from sitemapcrawl.spiders.arguments import ARGUMENT_NAMES, parse_arguments
@@ -126,8 +127,10 @@ class SitemapCrawlSpider(SitemapSpider):
         self.robots = RobotsDiscovery(
             args,
             settings.getlist("SITEMAPCRAWL_GUESS_PATHS"),
+            settings.getint("SITEMAPCRAWL_GUESS_AT_ONCE"),
             self.discovery,
             self._sitemap_request,
+            self.frontier.admitted,
         )
         overridden = type(self).sitemap_filter is not SitemapSpider.sitemap_filter
         self.reading = SitemapReading(
@@ -315,17 +318,25 @@ class SitemapCrawlSpider(SitemapSpider):
         finally:  # done once every entry is out (or the crawl stopped reading it)
             self.discovery.inc(task.site, "sitemaps/done_count")
         yield from self.frontier.release(task)
+        if task.probe:  # a guessed location: the next ones unless it was a sitemap
+            yield from self.robots.probed(task, self.reading.probe_found(task))
 
     def _sitemap_failed(self, failure: Failure) -> Iterator[Request]:
         task: SitemapTask = failure.request.cb_kwargs["task"]  # type: ignore[attr-defined]
         reason = failure.type.__name__ if failure.type else "error"
         self.discovery.inc(task.site, "sitemaps/done_count")
-        if task.probe:
+        refused = failure.value if isinstance(failure.value, SitemapRedirectRefused) else None
+        if refused is not None:
+            self.discovery.redirect_refused(task, refused.why, refused.target)
+        elif task.probe:
             self.discovery.inc(task.site, "guess/miss_count")
         else:
             message = f"could not be fetched: {failure.getErrorMessage()}"
             self.discovery.failed(task, reason, message)
         yield from self.frontier.release(task)
+        if task.probe:  # a guess redirected to a sitemap requested already found one
+            found = refused is not None and refused.why == "duplicate"
+            yield from self.robots.probed(task, found=found)
 
     def _parse_sitemap(self, response: Response) -> Iterable[Any]:
         """The stock spider's callback, for subclasses that request sitemaps themselves:
