@@ -18,7 +18,8 @@ from .errors import (
     UnknownFormat,
 )
 from .model import Limits, SitemapRef, UrlEntry
-from .reader import SITEMAP_KINDS, SitemapReader, sniff
+from .prolog import sniff
+from .reader import SITEMAP_KINDS, SitemapReader
 from .seen import SeenUrls
 
 __all__ = [
