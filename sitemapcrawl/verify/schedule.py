@@ -530,25 +530,16 @@ def decide(
             return Decision(True, "lastmod_changed", True)
         if (
             since_last
-            and lastmod is not None
-            and previous_raw not in (None, lastmod.raw)
             and last_fetch is not None
-            and late_report(lastmod, captured, shift or 0.0, utc_offset)
+            and _moved_late(lastmod, previous_raw, captured, shift or 0.0, utc_offset)
         ):
-            # A late report of a change our last fetch has: it says nothing of the time
-            # since, but it says the page was edited lately. Whether to fetch it is the
-            # change rate's question (a page edited lately is edited again more often than
-            # its lastmod, still catching up, shows).
+            # It says nothing of the time since our last fetch, but it says the page was
+            # edited lately: whether to fetch it again is the change rate's question (a
+            # page edited lately is edited again more often than its lastmod shows).
             rate = change_rate(intervals, prior[0], prior[1], policy)
             if change_probability(rate, (now - last_fetch).total_seconds()) >= policy.theta:
                 return Decision(True, "lastmod_late", False)
-        if audit_share is not None:
-            share = audit_share
-        elif verdict in ("TRUSTED", "OVER_REPORTING"):
-            share = policy.audit_trusted
-        else:
-            share = policy.audit_provisional
-        if draw < share:
+        if draw < _audit_share(verdict, audit_share, policy):
             return Decision(True, "audit", False)
         latest = max((t for t in (last_refetch, last_fetch) if t is not None), default=None)
         if _older(latest, now, policy.max_age):
@@ -560,6 +551,50 @@ def decide(
         return Decision(True, "lastmod_changed", True)
     if page_history is not None and page_history[0] and policy.page_dates:
         intervals, prior = page_history
+    return _by_change_rate(
+        moved, trusting, now, last_fetch, intervals=intervals, prior=prior, policy=policy
+    )
+
+
+def _moved_late(
+    lastmod: LastMod | None,
+    previous_raw: str | None,
+    captured: tuple[datetime, datetime] | None,
+    shift: float,
+    utc_offset: float | None,
+) -> bool:
+    """Whether a lastmod moved to a time our last fetch already covers (``late_report``):
+    a lagged sitemap catching up with a change that fetch has."""
+    return (
+        lastmod is not None
+        and previous_raw not in (None, lastmod.raw)
+        and late_report(lastmod, captured, shift, utc_offset)
+    )
+
+
+def _audit_share(verdict: str | None, audit_share: float | None, policy: Policy) -> float:
+    """The share of a trusted segment's unchanged URLs audited this run: the segment's
+    own when set, else the policy's for its verdict (PROVISIONAL audits more)."""
+    if audit_share is not None:
+        return audit_share
+    if verdict in ("TRUSTED", "OVER_REPORTING"):
+        return policy.audit_trusted
+    return policy.audit_provisional
+
+
+def _by_change_rate(
+    moved: bool | None,
+    trusting: bool,
+    now: datetime,
+    last_fetch: datetime | None,
+    *,
+    intervals: Sequence[tuple[float, bool]],
+    prior: tuple[int, float],
+    policy: Policy,
+) -> Decision:
+    """Refetch when the page has probably changed since our last fetch by its change rate
+    (P(changed) >= θ), when it is older than the max age, or when no rate can be learnt
+    yet (never fetched, or fetched once with no page-date history)."""
     if last_fetch is None or (not trusting and not intervals):
         # never fetched, or fetched once: no interval to estimate a rate from yet
         return Decision(True, "undated" if trusting else "no_history", moved)
