@@ -1,5 +1,4 @@
-"""Discovery: the Sitemap declarations of a robots.txt, through protego, with the fixes real
-files need."""
+"""Discovery: the Sitemap lines of a robots.txt, read with protego and the fixes files need."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Two-way coverage between the sitemaps and the links: pure arithmetic, no Scrapy.
+"""Link coverage: what the sitemaps and the links each reach, pure arithmetic (no Scrapy).
 
 The link follower (``sitemapcrawl.linkfollow``) records every page it or the sampler fetched
 as a :class:`PageRecord`; :class:`CoverageTally` counts the sitemap's URLs per section as

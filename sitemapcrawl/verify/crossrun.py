@@ -1,4 +1,7 @@
-"""L2: the cross-run score, and the verdict that combines it with L0/L1 and the past (§5d).
+"""Lastmod verification: L2, the cross-run score, and the verdict over runs.
+
+The verdict combines the score with L0/L1 and the segment's past (docs/verification.md,
+"Cross-run score", "Cross-run verdict").
 
 Pure Python, standard library only. Over runs, for every page we fetched twice, two facts
 are compared: ΔL, "lastmod says it may have changed since our previous fetch" (its interval's
@@ -13,37 +16,36 @@ counted) plus the miss rate times the ΔL = 0 URL-runs that were not audited: it
 is TP / (TP + FN + m_hi·(N_unch - audits)), m_hi the one-sided Wilson upper bound of the
 miss rate (a finite-population reading: a segment audited whole has no unseen misses).
 
-Thresholds (defaults from the design; the simulated-web benchmark is where to tune them):
+Thresholds (the simulated-web benchmark is where to tune them):
 
 ========================  =======  ===========================================================
-``HALF_LIFE_RUNS``        30       §5d exponential forgetting
-``Z_L2``                  1.645    ours: one-sided 95 % Wilson bound on the miss rate
-``TRUSTED_RECALL``        0.8      §5d "≥ 0.8 (lenient)": R_lo, the recall lower bound
-``MIN_TP``                10       §5d "TP ≥ 10-30"
-``PROMOTE_RUNS``          2        §5d hysteresis: promote only after twice the evidence
-``STALE_MISSES``          3        §5d "≥ 3 audited misses and R̂ < 0.8"
+``HALF_LIFE_RUNS``        30       runs for the counts to decay by half
+``Z_L2``                  1.645    one-sided 95 % Wilson bound on the miss rate
+``TRUSTED_RECALL``        0.8      R_lo, the recall lower bound, for TRUSTED
+``MIN_TP``                10       true positives for TRUSTED
+``PROMOTE_RUNS``          2        runs in a row over the bar before TRUSTED
+``STALE_MISSES``          3        audited misses with R̂ < ``STALE_RECALL``: STALE
 ``STALE_RECALL``          0.8
-``STALE_RECALL_UPPER``    0.85     §5d "(or R_hi < 0.85)": one miss is enough when the bound says so
-``OVER_PRECISION``        0.5      §5d OVER_REPORTING: R_lo ≥ 0.8 but P < 0.5 …
+``STALE_RECALL_UPPER``    0.85     R_hi below it: STALE from one miss, the bound says so
+``OVER_PRECISION``        0.5      OVER_REPORTING: R_lo ≥ 0.8 but P < 0.5 …
 ``OVER_EVENTS``           20       … over ≥ 20 ΔL events
-``GEN_EVENTS``            30       §5d GENERATION_TIME by lift ≈ 1 over ≥ 30 ΔL events
-``GEN_LIFT``              1.5      ours: "≈ 1" means below 1.5
-``RECOVER_RUNS``          2        ours: clean runs before a red verdict is lifted
-``STAMP_AUDITS``          60       ours: audited pages before a one-stamp lastmod over-reports
-                                   (§5d: 59 audits see a 5 % miss rate with 95 % power)
-``POOL_OWN_AUDITS``       20       ours: a segment's own audited pages, none a miss, before it
-                                   may be trusted on its site's pooled score (§7 "pooling")
+``GEN_EVENTS``            30       GENERATION_TIME by lift < ``GEN_LIFT`` over ≥ 30 ΔL events
+``GEN_LIFT``              1.5      a lift "about 1": lastmod moves say nothing
+``RECOVER_RUNS``          2        clean runs before a red verdict is lifted
+``STAMP_AUDITS``          60       audited pages before a one-stamp lastmod over-reports
+                                   (59 audits see a 5 % miss rate with 95 % power)
+``POOL_OWN_AUDITS``       20       a segment's own audited pages, none a miss, before it
+                                   may be trusted on its site's pooled score
 ========================  =======  ===========================================================
 
-**Pooling** (design §7, "rare changes make recall slow to learn … pooling across segments
-that share a generator speeds this up"). A segment whose pages change rarely sees too few
-changes in a few runs to bound its own recall, however honest its lastmod. The segments of
-one site that are PROVISIONAL or TRUSTED are written by the same site software, so their
-counts are also summed: when the pooled recall lower bound passes the bar, a segment whose
-own L1 sample agrees and whose own audit has seen ``POOL_OWN_AUDITS`` pages without a single
-miss is promoted as if the score were its own. A miss of its own, or a pool that includes
-misses, is never hidden: the demotion rules read the segment's own counts, and a pool's
-misses raise the pooled bound.
+**Pooling** (docs/verification.md, "Pooling across segments"). A segment whose pages
+change rarely sees too few changes in a few runs to bound its own recall, however honest
+its lastmod. The segments of one site that are PROVISIONAL or TRUSTED are written by the
+same site software, so their counts are also summed: when the pooled recall lower bound
+passes the bar, a segment whose own L1 sample agrees and whose own audit has seen
+``POOL_OWN_AUDITS`` pages without a single miss is promoted as if the score were its own.
+A miss of its own, or a pool that includes misses, is never hidden: the demotion rules read
+the segment's own counts, and a pool's misses raise the pooled bound.
 """
 
 from __future__ import annotations
@@ -158,14 +160,13 @@ class CrossRun:
         m_lo, m_hi = wilson(misses, n_a, Z_L2) if n_a else (0.0, 1.0)
         recall = recall_lo = recall_hi = None
         if self.tp > 0 and m is not None:
-            # The audited pages' misses are counted, not estimated: the miss rate's bounds
-            # apply to the ΔL = 0 URL-runs nobody looked at (the point estimate is the same
-            # as TP / (TP + m·N_unch); the lower bound is tighter by m_hi·audits - FN, which
-            # matters when an audit covered most of the segment).
+            # The audited misses are counted, not estimated: the miss rate's bounds apply only
+            # to the ΔL = 0 URL-runs nobody looked at (a segment audited whole has none).
             unseen = max(self.n_unch - audits, 0.0)
             recall = self.tp / (self.tp + self.fn + m * unseen)
             recall_lo = self.tp / (self.tp + self.fn + m_hi * unseen)
-            recall_hi = self.tp / (self.tp + m_lo * self.n_unch)  # looser: the design's R_hi
+            # Looser (all of N_unch): STALE from a single miss must be sure of it.
+            recall_hi = self.tp / (self.tp + m_lo * self.n_unch)
         elif m is not None and misses:
             recall = recall_hi = 0.0  # changes seen only where lastmod stood still
         lift = None

@@ -1,4 +1,7 @@
-"""Incremental runs: should this URL be fetched again? (§5e, §2.2). Pure Python.
+"""Incremental runs: should this URL be fetched again? Pure Python.
+
+The design: docs/verification.md, "Scheduling incremental refetches", "Change rates" and
+"Page dates as change history".
 
 The decision uses a URL's lastmod only where its segment's standing verdict allows it:
 
@@ -14,7 +17,7 @@ The decision uses a URL's lastmod only where its segment's standing verdict allo
 * **TZ_SHIFT** with a known offset of k whole hours: as PROVISIONAL, the lastmod corrected
   by -k h.
 * **STALE**: a moving lastmod still triggers a refetch (it is right when it moves); the rest
-  follow the change-rate schedule (the hybrid of §5d). **UNVERIFIABLE** too: its moving
+  follow the change-rate schedule (a hybrid). **UNVERIFIABLE** too: its moving
   lastmods point at the pages that will show whether it is right.
 * **everything else** (GENERATION_TIME, ABSENT, INVALID, or no
   verdict yet): lastmod is ignored. Each URL's change rate λ̂ is estimated from our own
@@ -29,14 +32,13 @@ window between two fetches when the content changed, and stayed put when it did 
 fetch tells when the page last changed, not only whether it did: a change observed at that
 moment and none since (:func:`page_date_intervals`). The first fetch then already gives a
 rate (a page last edited two years ago is not fetched again tomorrow), so the second fetch
-is not needed. On the simulated web at equal fetches this is 0.7-2.2 points less stale than
-the fetch-interval estimate alone (docs/benchmarks.md).
+is not needed, and at equal fetches fewer pages stay stale than with the fetch intervals
+alone (docs/benchmarks.md).
 
 A lastmod that moved to a time our last fetch already covers (a lagged sitemap catching up,
 ``captured`` in :func:`delta_l`) says nothing of the time since, but it does say the page was
 edited lately: the page's change rate decides, with θ, as for an untrusted URL
-(``lastmod_late``). On the simulated web's lagged sitemap: 7 % more page GETs, 30 % fewer
-changes missed (docs/benchmarks.md).
+(``lastmod_late``).
 
 Reasons (``refetch_reason``): new, lastmod_changed, lastmod_late, lastmod_unchanged, audit,
 max_age, undated, no_history, poisson, poisson_wait.

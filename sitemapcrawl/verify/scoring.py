@@ -1,110 +1,66 @@
-"""Score how far a sitemap segment's ``<lastmod>`` values can be trusted.
+"""Lastmod verification: the L0 dispersion test, the L1 agreement test, the static verdict.
 
-Pure Python, standard library only (plus :mod:`sitemapcrawl.sitemaps.dates`);
-never imports scrapy or twisted. Implements layers L0 and L1 of the design
-note ``shared/design/lastmod-verification.md``: the interval table of §5,
-the dispersion test of §5a, the Wilson bounds of §5b, the agreement test of
-§5c and the static part of the verdict table of §5d. The cross-run score (L2)
-is out of scope, so :func:`static_verdict` never returns ``TRUSTED``.
+Pure Python, standard library only (plus :mod:`sitemapcrawl.sitemaps.dates`); never imports
+scrapy or twisted. The design is in docs/verification.md ("Lastmod intervals", "L0: the
+dispersion test", "Wilson bounds", "L1: the agreement test", "Static verdict"). The
+cross-run score (L2) is :mod:`sitemapcrawl.verify.crossrun`, so :func:`static_verdict`
+never returns ``TRUSTED``.
 
 Thresholds
 ----------
 
 =============================  ==========  ======================================
-name                           value       source
+name                           value       what it bounds
 =============================  ==========  ======================================
-``TAU``                        60 min      §5 interval table (regeneration lag)
-``TZ_SLACK``                   14 h        §5 interval table (any UTC offset)
-``FUTURE_SLACK``               15 min      §5a ``f_fut``, §5c FUTURE
-``WINDOW_TIMESTAMP``           10 min      §5a window share, timestamps
-``WINDOW_DATE``                1 day       §5a window share, dates (calendar day)
-``RECENCY_DELTAS``             10m 1h      §5a recency f(Δ)
+``TAU``                        60 min      a timezoned timestamp's interval, ±
+``TZ_SLACK``                   14 h        a date's or zoneless time's interval, ±
+``FUTURE_SLACK``               15 min      future values (L0) and FUTURE (L1)
+``WINDOW_TIMESTAMP``           10 min      the window share, timestamps
+``WINDOW_DATE``                1 day       the window share, dates (calendar day)
+``RECENCY_DELTAS``             10m 1h      recency f(Δ)
                                24h 48h
-``RECENCY_EPSILON``            15 min      ours: the ε of f(Δ) = ``FUTURE_SLACK``
-``MIN_N_L``                    20          §5a "require N_L ≥ 20 per segment"
-``ABSENT_COVERAGE``            0.1         §5a coverage, §5d ABSENT
-``PARTIAL_COVERAGE``           0.9         §5a coverage (0.1-0.9 ⇒ PARTIAL)
-``INVALID_SHARE``              0.2         §5d INVALID (unparseable > 20 %)
-``FUTURE_SHARE``               0.05        §5a / §5d (future > 5 %)
-``GENERATION_WINDOW_SHARE``    0.9         §5a GENERATION_TIME (suspected)
-``GENERATION_RECENCY``         48 h        §5a ``t_ref - c* ≤ 48 h``
-``ALIGNMENT``                  10 min      §5a alignment
-``CLUSTERED_OLD_SHARE``        0.5         §5a CLUSTERED_OLD
-``TZ_TOLERANCE``               120 s       §5a hour multiples, §5c TZ_SHIFT
-``TZ_MAX_HOURS``               14          §5a / §5c, k ∈ [1, 14]
-``TZ_CONSISTENT_SHARE``        0.5         §5c same k on ≥ 50 % of disagreeing
-``TZ_MIN_LB``                  0.10        ours: Wilson LB of the shifted pages
-``PUBDATE_GAP``                1 day       §5c PUBDATE_AS_LASTMOD
-``MIN_N_EV``                   20          §5c PROVISIONAL / UNVERIFIABLE
-``PROVISIONAL_LB``             0.8         §5c PROVISIONAL
-``STALE_LB``                   0.10        §5c STALE
-``OVER_REPORTING_LB``          0.3         §5c OVER_REPORTING
-``ESCALATED_SAMPLE``           60          §5b escalate to 60 pages per segment
-``MAX_LAG``                    2 days      ours: built earlier, a sitemap is stale, not late
-``Z``                          1.96        §5b (95 %)
+``RECENCY_EPSILON``            15 min      the ε of f(Δ) = ``FUTURE_SLACK``
+``MIN_N_L``                    20          dated values the clustering rules need
+``ABSENT_COVERAGE``            0.1         coverage below it: ABSENT
+``PARTIAL_COVERAGE``           0.9         coverage below it: PARTIAL
+``INVALID_SHARE``              0.2         unparseable values above it: INVALID
+``FUTURE_SHARE``               0.05        future values above it: INVALID or TZ
+``GENERATION_WINDOW_SHARE``    0.9         window share: generation time suspected
+``GENERATION_RECENCY``         48 h        ``t_ref - c*``: a recent cluster
+``ALIGNMENT``                  10 min      cluster to generation time: aligned
+``CLUSTERED_OLD_SHARE``        0.5         window share of an old cluster
+``TZ_TOLERANCE``               120 s       a whole-hour shift, ±
+``TZ_MAX_HOURS``               14          k ∈ [1, 14]
+``TZ_CONSISTENT_SHARE``        0.5         one k for half the shifted values
+``TZ_MIN_LB``                  0.10        Wilson LB of the L1-shifted pages
+``PUBDATE_GAP``                1 day       PUBDATE_AS_LASTMOD
+``MIN_N_EV``                   20          pages with evidence for PROVISIONAL
+``PROVISIONAL_LB``             0.8         Wilson LB of agreeing pages
+``STALE_LB``                   0.10        Wilson LB of pages changed after lastmod
+``OVER_REPORTING_LB``          0.3         Wilson LB of pages behind their lastmod
+``ESCALATED_SAMPLE``           60          pages of an escalated sample
+``MAX_LAG``                    2 days      built earlier, a sitemap is stale, not late
+``Z``                          1.96        two-sided 95 %
 =============================  ==========  ======================================
 
-Choices the design leaves open (each is marked "ours" above or here):
+Details
+-------
 
-* Page evidence is widened exactly like the lastmod (``lastmod_interval`` on
-  both sides, same τ), so two exact timestamps agree within 2τ; an hour shift
-  is therefore only reported when it makes the intervals disjoint.
-* Timestamps with a minute or second precision also cover the rest of that
-  minute or second (the value is truncated), before the ±τ.
-* The window is 1 calendar day (UTC) when most dated values are date-only,
-  10 minutes (closed) otherwise. Among equally dense windows the most recent
-  one is the cluster. The cluster centre c* is the middle of the densest
-  window; alignment is the distance from t_gen to that window (0 inside), which
-  is |c* - t_gen| up to half a window and does not punish a date-only stamp for
-  its precision.
-* ``alignment_s`` is the nearest of sitemap ``Last-Modified``, the index
-  ``<lastmod>`` and max(lastmod), as §5a lists them. max(lastmod) lies in the
-  cluster whenever the newest entries do, so it would make every bulk import
-  "aligned"; the generation-time rule therefore uses ``gen_alignment_s``, the
-  distance to the two *external* sources only (§0: clustering alone must never
-  disqualify a deploy-stamped or bulk-import segment).
-* The L0 hour-multiple test measures δ = value - t_ref over future values
-  (t_lo > t_ref + 15 min); k is dominant when it explains ≥ 50 % of them, and
-  is only reported when the future share exceeds 5 %.
-* ``invalid_share`` is unparseable values over lastmod values present (parsed
-  or not). Sentinels (1970-01-01, 9999…) parse, count in N_L and are reported
-  in ``sentinel_share``; the design has no rule for them.
-* FUTURE counts as page evidence (the clock is the evidence): n_ev counts
-  AGREE, LASTMOD_NEWER, LASTMOD_OLDER, PUBDATE_AS_LASTMOD, FUTURE and TZ_SHIFT:k.
-  NO_EVIDENCE, NO_LASTMOD and LAGGED say nothing about the lastmod, and neither
-  does a page we could not read (the pipeline's ``HTTP_<status>``,
-  ``FETCH_FAILED:<reason>`` and REDIRECT_OFFSITE, a redirect to another host;
-  counted apart as ``n_unread``).
-* LAGGED (ours): a lastmod older than the page's date where that date is after
-  the moment the sitemap file was built (its ``Last-Modified``): a sitemap
-  rebuilt every few hours cannot show a later change, so the page says nothing
-  about its lastmod; the L2 audit settles such changes once the sitemap
-  catches up. Only for a file built within ``MAX_LAG`` (2 days) of t_ref: a
-  sitemap older than that is not lagging, it is stale.
-* TZ_SHIFT:k carries a signed k = (lastmod - evidence) in hours; correct the
-  lastmod by subtracting k hours. A segment-level L1 shift additionally needs
-  a Wilson LB ≥ 0.10 over n_ev, the STALE bar, so that a few shifted pages in
-  an agreeing sample do not outvote it; below that the shifted pages of the
-  dominant k count as agreeing ("corrected TZ") for PROVISIONAL.
-* GENERATION_TIME from one fetch is *suspected*, not confirmed (that needs
-  ≥ 3 moving fetches, L2): L0 suspected and either LB(LASTMOD_NEWER) ≥ 0.3
-  (the complement of OVER_REPORTING) or fewer than 20 pages with evidence
-  ("from the sitemap alone"). L0 suspected requires the cluster to be recent
-  or externally aligned, so a bulk import never gets here.
-* PARTIAL only wraps PROVISIONAL / UNVERIFIABLE: the red flags (INVALID,
-  TZ_SHIFT, GENERATION_TIME, STALE, OVER_REPORTING) win and report coverage.
-* n_ev ≥ 20 but LB(agree) < 0.8 with no failure mode established gives
-  UNVERIFIABLE, with ``escalate`` set while the Wilson interval straddles 0.8
-  and fewer than 60 pages were sampled (§5b).
-* A sample of two populations (ours), pages that agree and pages whose lastmod
-  is ahead of them, with neither over its own bar (LB(agree) < 0.8 and
-  LB(LASTMOD_NEWER) < 0.3) is OVER_REPORTING once escalation is over, when
-  LB(agree + LASTMOD_NEWER) ≥ 0.8 and LB(LASTMOD_NEWER) ≥ 0.10 (the STALE bar
-  mirrored): a site-wide bump since the pages' last edit moved the lastmod of
-  some but none stays behind its page. The design gives UNVERIFIABLE there.
+* The L0 alignment is the distance from t_gen to the densest window (0 inside): it is
+  |c* - t_gen| up to half a window, and does not punish a date-only stamp for its
+  precision.
+* Sentinels (1970-01-01, 9999…) parse, count in N_L and are reported in
+  ``sentinel_share``; no rule reads them.
+* FUTURE counts as page evidence: the server's clock is the evidence.
+* A suspected GENERATION_TIME with page evidence needs LB(LASTMOD_NEWER) ≥ 0.3, the
+  complement of OVER_REPORTING: the same pages ahead of their lastmod, with the
+  generation-time signature.
+* TZ_SHIFT:k carries a signed k = (lastmod - evidence) in hours; correct the lastmod by
+  subtracting k hours.
 
-Verdict order in :func:`static_verdict`: ABSENT, INVALID, TZ_SHIFT,
-GENERATION_TIME, STALE, OVER_REPORTING, PARTIAL, PROVISIONAL, UNVERIFIABLE.
+Verdict order in :func:`static_verdict`: ABSENT, INVALID, TZ_SHIFT, GENERATION_TIME, STALE,
+OVER_REPORTING, then PROVISIONAL or UNVERIFIABLE (the two-population OVER_REPORTING between
+them), PARTIAL around those two.
 """
 
 from __future__ import annotations
@@ -188,7 +144,7 @@ ESCALATED_SAMPLE = 60
 MAX_LAG = timedelta(days=2)
 Z = 1.96
 
-# --- L1 outcomes (§5c) ----------------------------------------------------
+# --- L1 outcomes ------------------------------------------------------------
 AGREE = "AGREE"
 LASTMOD_NEWER = "LASTMOD_NEWER"
 LASTMOD_OLDER = "LASTMOD_OLDER"
@@ -201,7 +157,7 @@ NO_EVIDENCE = "NO_EVIDENCE"
 NO_LASTMOD = "NO_LASTMOD"
 LAGGED = "LAGGED"  # LASTMOD_OLDER, but the page changed after the sitemap was built
 
-# --- verdicts (§0, §5d). TRUSTED needs the L2 recall bound. ---------------
+# --- verdicts. TRUSTED needs the L2 recall bound. ---------------------------
 VERDICTS: tuple[str, ...] = (
     "TRUSTED",
     "PROVISIONAL",
@@ -257,7 +213,8 @@ def _period_end(value: datetime, precision: str) -> datetime:
 
 
 def lastmod_interval(lm: LastMod, tau: timedelta = TAU) -> tuple[datetime, datetime]:
-    """Return the UTC interval ``(t_lo, t_hi)`` a lastmod may stand for (§5).
+    """Return the UTC interval ``(t_lo, t_hi)`` a lastmod may stand for
+    (docs/verification.md, "Lastmod intervals").
 
     A timestamp with a timezone is widened by ±τ, one without by ±14 h ± τ; a
     date covers its whole UTC day (month, year: the whole period) ± 14 h. The
@@ -288,7 +245,8 @@ def lastmod_interval(lm: LastMod, tau: timedelta = TAU) -> tuple[datetime, datet
 
 
 def wilson(successes: int, n: int, z: float = Z) -> tuple[float, float]:
-    """Wilson score interval ``(lower, upper)`` for ``successes`` out of ``n`` (§5b).
+    """Wilson score interval ``(lower, upper)`` for ``successes`` out of ``n``
+    (docs/verification.md, "Wilson bounds").
 
     ``n = 0`` gives ``(0.0, 1.0)``; raises :class:`ValueError` unless
     ``0 <= successes <= n``.
@@ -329,7 +287,8 @@ def _hour_shift(delta_s: float) -> int | None:
 
 @dataclass(frozen=True)
 class SegmentL0:
-    """The single-fetch L0 metrics of one segment (§5a).
+    """The single-fetch L0 metrics of one segment (docs/verification.md, "L0: the
+    dispersion test").
 
     Shares of values are over N_L (``n_lastmod``), except ``coverage`` (over
     N) and ``invalid_share`` (over lastmod values present). Durations are in
@@ -413,9 +372,9 @@ class SegmentL0Accumulator:
     """Stream one segment's lastmods into the L0 metrics, one entry at a time.
 
     Values are kept as 8-byte microsecond counts in one ``array`` per (precision, assumed
-    UTC) pair: a million-URL site costs 8 MB here, where a ``Counter`` of datetimes cost
-    about 100 MB (measured at 1M URLs). ``counts`` rebuilds the distinct-value counts when
-    the metrics are computed, one segment at a time.
+    UTC) pair: a million-URL site costs 8 MB here, about a tenth of a ``Counter`` of
+    datetimes. ``counts`` rebuilds the distinct-value counts when the metrics are computed,
+    one segment at a time.
 
     >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
     >>> acc = SegmentL0Accumulator()
@@ -498,7 +457,7 @@ class SegmentL0Accumulator:
         index_lastmod: datetime | None = None,
         news: bool = False,
     ) -> SegmentL0:
-        """Compute every single-fetch §5a metric at reference time ``t_ref``.
+        """Compute every single-fetch L0 metric at reference time ``t_ref``.
 
         ``t_ref`` is the server clock (``Date`` minus ``Age``); naive datetimes
         are taken to be UTC. ``sitemap_last_modified`` is the sitemap's HTTP
@@ -696,12 +655,12 @@ def _day_windows(by_value: Counter[datetime]) -> _Windows:
 
 
 def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
-    """Flags raised by the §5a decision rules for one fetch of a segment.
+    """Flags raised by the L0 decision rules for one fetch of a segment.
 
     ``absent``, ``partial``, ``too_few`` (N_L < 20), ``invalid``,
     ``tz_shift:<k>``, ``generation_time_suspected`` and ``clustered_old``.
     The two clustering flags need N_L ≥ 20 and are never raised for news
-    segments. See the module docstring for the exact rules.
+    segments. The exact rules: docs/verification.md, "L0: the dispersion test".
 
     >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
     >>> now = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -728,10 +687,8 @@ def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
         signals.append(f"tz_shift:{l0.tz_shift_k}")
     if l0.news and l0.cluster_centre is not None:
         # News sitemaps cluster by nature (the last 48 hours of articles), so the window
-        # rules do not apply; but distinct articles cannot all carry the same few seconds.
-        # The seed guide's first real failure: every entry stamped with the file's
-        # generation, to the second or within it (a generator that writes each entry's
-        # "now" as it goes spreads them over a few seconds: NEWS_BURST).
+        # rules do not apply; but distinct articles cannot all carry the same few seconds
+        # (a generator that writes each entry's "now" spreads them over a few: NEWS_BURST).
         if (
             l0.n_lastmod >= NEWS_MIN_N_L
             and max(l0.mode_share, l0.burst_share or 0.0) >= GENERATION_WINDOW_SHARE
@@ -765,11 +722,12 @@ def agreement(
     tau: timedelta = TAU,
     built: datetime | None = None,
 ) -> str:
-    """Compare one page's lastmod with its own evidence (§5c).
+    """Compare one page's lastmod with its own evidence (docs/verification.md, "L1: the
+    agreement test").
 
-    ``modified`` is the first usable page evidence in the §5c order
-    (``page_modified``, then HTTP ``Last-Modified``, then htmldate), chosen by
-    the caller; ``published`` is the page's ``datePublished``. Both sides are
+    ``modified`` is the page's usable modification date, chosen by the caller (its
+    declared one, else an HTTP ``Last-Modified`` that is not the render time);
+    ``published`` is the page's ``datePublished``. Both sides are
     widened by :func:`lastmod_interval`. Checked in this order: NO_LASTMOD;
     ``TZ_SHIFT:<k>`` (disjoint intervals, both timestamps, and the lastmod is
     k hours, 1 ≤ |k| ≤ 14, within 2 min, after the evidence); FUTURE (t_lo >
@@ -916,10 +874,11 @@ def static_verdict(
     """Judge a segment from one sitemap fetch (L0) and its sampled pages (L1).
 
     ``outcomes`` are the :func:`agreement` results of the sampled pages. The
-    rules are tried in order: ABSENT, INVALID, TZ_SHIFT, GENERATION_TIME,
-    STALE, OVER_REPORTING, PARTIAL (wrapping the dated subset's PROVISIONAL or
-    UNVERIFIABLE), PROVISIONAL, UNVERIFIABLE. ``TRUSTED`` needs the L2 recall
-    bound (§5d) and is never returned here. ``generation_ruled_out``: the
+    rules are tried in order (``_RULES``): ABSENT, INVALID, TZ_SHIFT, GENERATION_TIME,
+    STALE, OVER_REPORTING; then ``_by_agreement``: PARTIAL (wrapping the dated subset's
+    PROVISIONAL or UNVERIFIABLE), PROVISIONAL, UNVERIFIABLE (docs/verification.md,
+    "Static verdict"). ``TRUSTED`` needs the cross-run recall bound and is never
+    returned here. ``generation_ruled_out``: the
     cross-run history shows the cluster is not moving with each generation.
     ``problems``: how many sampled pages had each page problem (``pagedates``); they are
     kept in the evidence and, where too few pages carry evidence, named in the reason.
