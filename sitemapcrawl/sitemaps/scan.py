@@ -89,6 +89,9 @@ _ATTR_SPACE_TEXT = str.maketrans("\t\n", "  ")
 #: An image's fields in the images-only text of an entry.
 _IMAGE_FIELD = re.compile(r"<image:(loc|title|caption)>([^<]*)")
 _SIMPLE: dict[tuple[bool, bool], re.Pattern[bytes]] = {}
+#: Bound here: CPython 3.11 compiles ``NAME.method()`` as an attribute load plus a call of
+#: the bound method when NAME was imported (this one runs at each chunk and odd entry).
+_space = SPACE.match
 #: A W3C datetime's characters, nothing to strip, decode or check (``text`` is a no-op).
 _LASTMOD_SHAPE = re.compile(
     rb"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[Tt][0-9:.]{5,40}(?:[Zz]|[+-][0-9:]{2,5})?)?"
@@ -398,7 +401,7 @@ class Scan:
         another shape, read by the entry rules. Returns the buffer, the position, the
         count of white space and the entry to yield, if any (counted: when the URL limit
         stops the reading, ``complete`` is set instead)."""
-        end = SPACE.match(buf, pos).end()  # type: ignore[union-attr]
+        end = _space(buf, pos).end()  # type: ignore[union-attr]
         blank += end - pos
         pos = end
         if blank > MAX_BLOCK:  # lxml keeps it as a text node, and caps those
@@ -437,7 +440,7 @@ class Scan:
                 raise Unsupported("a malformed end tag of the root element")
             buf, pos = self._more(buf, pos)
         while True:
-            pos = SPACE.match(buf, pos).end()  # type: ignore[union-attr]
+            pos = _space(buf, pos).end()  # type: ignore[union-attr]
             if pos < len(buf):
                 raise Unsupported("content after the root element")
             if self._eof:
