@@ -88,7 +88,8 @@ def test_stale_from_audited_misses() -> None:
 
 def test_one_miss_is_stale_while_the_recall_upper_bound_says_so() -> None:
     """Early on (few true positives), one audited miss bounds recall below 0.85: STALE at
-    once (§5d "or R_hi < 0.85"); the same miss in a long honest history does not."""
+    once (docs/verification.md, "Cross-run verdict"); the same miss in a long honest
+    history does not."""
     early = CrossRun(tp=2, fp=1, fn=1, tn=24, n_unch=123)
     m_lo = wilson(1, 25, 1.645)[0]  # the miss rate's one-sided 95 % lower bound
     assert early.metrics()["recall_upper"] == round(2 / (2 + m_lo * 123), 4) == 0.6444

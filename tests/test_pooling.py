@@ -1,6 +1,7 @@
-"""Pooling (crossrun "Pooling", design §7): a slow segment of a site whose other segments
-have shown lastmod moves with content is trusted on the site's pooled score, once its own
-audit has seen enough pages without a miss; never when it has a miss of its own."""
+"""Pooling (docs/verification.md, "Pooling across segments"): a slow segment of a site whose
+other segments have shown lastmod moves with content is trusted on the site's pooled score,
+once its own audit has seen enough pages without a miss; never when it has a miss of its
+own."""
 
 from __future__ import annotations
 

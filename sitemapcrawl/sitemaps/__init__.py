@@ -1,4 +1,4 @@
-"""The pure core: robots.txt, body decoding, sitemap/feed/text parsing, dates, limits, errors.
+"""Sitemap discovery and parsing, the pure core: robots.txt, bodies, entries, dates, limits.
 
 Nothing in this package imports Scrapy or Twisted (a test enforces it), so it can be fed
 the conformance corpus, fuzzed and benchmarked without a reactor.
@@ -18,7 +18,8 @@ from .errors import (
     UnknownFormat,
 )
 from .model import Limits, SitemapRef, UrlEntry
-from .reader import SITEMAP_KINDS, SitemapReader, sniff
+from .prolog import sniff
+from .reader import SITEMAP_KINDS, SitemapReader
 from .seen import SeenUrls
 
 __all__ = [

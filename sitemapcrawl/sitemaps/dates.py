@@ -1,4 +1,4 @@
-"""Parse sitemap ``<lastmod>`` values and RSS / HTTP dates.
+"""Sitemap parsing: ``<lastmod>`` values and RSS / HTTP dates, read tolerantly.
 
 Pure Python, standard library only (never imports scrapy or twisted), so it
 can be used from spiders, pipelines, offline tools and benchmarks alike.
@@ -128,9 +128,8 @@ class LastMod:
         precision: str | None,
         flags: tuple[str, ...],
     ) -> None:
-        # Same signature and behaviour as the generated frozen __init__, but
-        # about 40% cheaper: it stores through the slot descriptors directly
-        # (one LastMod is built per distinct lastmod of a million-URL sitemap).
+        # The generated frozen __init__, cheaper: it stores through the slot descriptors
+        # directly (one LastMod is built per distinct lastmod of a million-URL sitemap).
         _set_raw(self, raw)
         _set_value(self, value)
         _set_precision(self, precision)

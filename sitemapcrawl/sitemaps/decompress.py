@@ -1,5 +1,7 @@
-"""Streaming, capped decoding of a sitemap body: ``Content-Encoding`` (gzip, deflate, br,
-zstd), then gzip by magic bytes (nested too), then the size cap.
+"""Sitemap parsing: the streaming, capped decoding of a body before it is parsed.
+
+``Content-Encoding`` (gzip, deflate, br, zstd) is undone, then gzip by its magic bytes
+(nested too), then the size cap applies.
 
 Nothing here holds more than one chunk of decompressed data at a time, so a bomb costs the
 time to inflate up to the cap and no more memory than a chunk, and every byte decoded before

@@ -1,4 +1,4 @@
-"""The faults a sitemap or robots.txt body can have.
+"""Sitemap parsing: the faults a sitemap or robots.txt body can have.
 
 The core never raises these out of a parse: a reader records them in ``faults`` and keeps
 every entry it read before the fault. They are exceptions so that callers that want to

@@ -1,4 +1,4 @@
-"""Google's sitemap extensions: image, video, news, hreflang alternates, mobile, PageMaps.
+"""Sitemap parsing: Google's extensions (image, video, news, hreflang alternates, PageMaps).
 
 Each function takes the extension's lxml element and returns plain data (dicts, lists,
 strings, numbers) with Google's field names. Namespaces are matched by local name only,
@@ -146,9 +146,9 @@ _VIDEO_TEXT = ("title", "description", "category", "gallery_title", "uploader")
 _VIDEO_LOCS = ("thumbnail_loc", "content_loc", "gallery_loc", "uploader_info")
 
 
-def video(el: _Element) -> dict[str, Any]:
-    """``<video:video>`` → every field of Google's video schema, typed (ints, floats, bools)."""
-    out: dict[str, Any] = {
+def _video_fields() -> dict[str, Any]:
+    """Every field of Google's video schema, absent."""
+    return {
         "thumbnail_loc": None,
         "title": None,
         "description": None,
@@ -176,6 +176,11 @@ def video(el: _Element) -> dict[str, Any]:
         "live": None,
         "content_segment_locs": [],
     }
+
+
+def video(el: _Element) -> dict[str, Any]:
+    """``<video:video>`` → every field of Google's video schema, typed (ints, floats, bools)."""
+    out = _video_fields()
     for child in el:
         name = local_name(child.tag)
         if name is None:

@@ -1,4 +1,4 @@
-"""What a sitemap says: one ``UrlEntry`` per page URL, one ``SitemapRef`` per index child."""
+"""Sitemap parsing: what a sitemap says (a ``UrlEntry`` per URL, a ``SitemapRef`` per child)."""
 
 from __future__ import annotations
 

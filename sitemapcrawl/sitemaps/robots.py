@@ -1,4 +1,4 @@
-"""Sitemap declarations in robots.txt, through protego, with the fixes real files need."""
+"""Discovery: the Sitemap lines of a robots.txt, read with protego and the fixes files need."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from urllib.parse import urljoin
 from protego import Protego
 from w3lib.url import safe_url_string
 
-from .reader import _bad_authority
+from .urls import HTTP, bad_authority
 
 __all__ = ["ROBOTS_MAX_RULES_SIZE", "RobotsSitemaps", "parse_robots"]
 
@@ -90,8 +90,8 @@ def _http_url(base: str, value: str) -> str | None:
         absolute = safe_url_string(urljoin(base, value))
     except ValueError:  # "http://[not-an-address" and the like
         return None
-    if not absolute[:8].lower().startswith(("http://", "https://")):
+    if not absolute[:8].lower().startswith(HTTP):
         return None
-    if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in absolute) or _bad_authority(absolute):
+    if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in absolute) or bad_authority(absolute):
         return None
     return absolute

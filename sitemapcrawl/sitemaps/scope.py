@@ -1,4 +1,4 @@
-"""Which URLs belong to the site being mapped, and which addresses are never requested."""
+"""Discovery: which URLs belong to the site mapped, and which addresses are never requested."""
 
 from __future__ import annotations
 

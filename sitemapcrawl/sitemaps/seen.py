@@ -1,4 +1,4 @@
-"""A compact set of URLs already emitted: 64-bit hashes in one flat array.
+"""Discovery: the URLs already emitted, as 64-bit hashes in one flat array.
 
 A Python ``set`` of a million URL hashes costs about 76 MB (an int object and a slot per
 entry); this table costs 16 bytes per URL at most (8-byte slots, at most half full), so the
@@ -8,7 +8,7 @@ duplicate.
 
 The hash is BLAKE2b cut to 64 bits, not Python's ``hash()``: that one is salted per process,
 so a table pickled by a paused ``JOBDIR`` crawl would not recognise its own URLs when the
-crawl resumes in a new process (URLs listed twice came out twice across a pause).
+crawl resumes in a new process.
 """
 
 from __future__ import annotations

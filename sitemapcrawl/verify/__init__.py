@@ -1,4 +1,4 @@
-"""The pure verification core: page dates (extruct) and lastmod trust scoring.
+"""Lastmod verification, the pure core: sampling, page dates, scores, scheduling, coverage.
 
 Like ``sitemapcrawl.sitemaps``, nothing here imports Scrapy or Twisted.
 """

@@ -1,4 +1,4 @@
-"""Two-way coverage between the sitemaps and the links: pure arithmetic, no Scrapy.
+"""Link coverage: what the sitemaps and the links each reach, pure arithmetic (no Scrapy).
 
 The link follower (``sitemapcrawl.linkfollow``) records every page it or the sampler fetched
 as a :class:`PageRecord`; :class:`CoverageTally` counts the sitemap's URLs per section as
@@ -262,42 +262,9 @@ def coverage_summary(
         }
         for name in names
     ]
-    findings: Counter[str] = Counter()
-    examples: list[dict[str, Any]] = []
-    checked = 0
-    for record in sorted(records, key=lambda r: r.url):
-        if not record.in_sitemap or not (record.fetched or record.error):
-            continue
-        checked += 1
-        found = record.finding()
-        if found is None:
-            continue
-        kind, detail = found
-        findings[kind] += 1
-        if len(examples) < MAX_EXAMPLES * len(FINDINGS):
-            examples.append(
-                {"url": record.url, "finding": kind, "status": record.status, "detail": detail}
-            )
-    indexable = [r for r in reachable if r.indexable]
-    listed = sum(r.in_sitemap for r in indexable)
-    low, high = wilson(listed, len(indexable))
+    checked, findings, examples = _findings(records)
     stopped = sorted(k for k, v in limits.items() if v)
     main_host = max(tally.hosts, key=lambda h: tally.hosts[h]) if tally.hosts else None
-    if mode == "sample":
-        meaning = (
-            "not reached by links followed from the sampled pages and the home page "
-            f"(depth {max_depth}): sitemap-only does not mean orphan"
-        )
-    elif stopped:
-        meaning = (
-            f"not reached by links, but the link crawl was stopped by {', '.join(stopped)}: "
-            "orphans and pages the crawl did not get to"
-        )
-    else:
-        meaning = (
-            f"not linked from the home page within {max_depth} clicks, nor from a page "
-            "fetched on the way (samples included): orphans"
-        )
     summary: dict[str, Any] = {
         "mode": mode,
         "max_depth": max_depth,
@@ -307,17 +274,9 @@ def coverage_summary(
         "stopped_by": stopped,
         "limits": {k: v for k, v in sorted(limits.items()) if v},
         "urls": _split_counts(tally.listed, len(reachable), both),
-        "sitemap_only_means": meaning,
+        "sitemap_only_means": _sitemap_only_means(mode, stopped, max_depth),
         "sections": sections,
-        "completeness": {
-            "indexable_reached": len(indexable),
-            "listed": listed,
-            "estimate": share(listed, len(indexable)) if indexable else None,
-            "low": round(low, 4),
-            "high": round(high, 4),
-            "basis": "share of the indexable pages reached by links (2xx, no noindex, "
-            "canonical to itself) that a sitemap lists; Wilson 95 % interval",
-        },
+        "completeness": _completeness(reachable),
         "findings": {
             "checked": checked,
             "counts": {k: findings[k] for k in FINDINGS if findings[k]},
@@ -338,6 +297,65 @@ def coverage_summary(
             "unchecked": unchecked or 0,
         }
     return summary
+
+
+def _completeness(reachable: list[PageRecord]) -> dict[str, Any]:
+    """The sitemaps' completeness: the share of the indexable pages reached by links that
+    a sitemap lists, with its Wilson interval."""
+    indexable = [r for r in reachable if r.indexable]
+    listed = sum(r.in_sitemap for r in indexable)
+    low, high = wilson(listed, len(indexable))
+    return {
+        "indexable_reached": len(indexable),
+        "listed": listed,
+        "estimate": share(listed, len(indexable)) if indexable else None,
+        "low": round(low, 4),
+        "high": round(high, 4),
+        "basis": "share of the indexable pages reached by links (2xx, no noindex, "
+        "canonical to itself) that a sitemap lists; Wilson 95 % interval",
+    }
+
+
+def _findings(records: list[PageRecord]) -> tuple[int, Counter[str], list[dict[str, Any]]]:
+    """The listed URLs whose fetch was checked, their findings by kind, and examples (at
+    most ``MAX_EXAMPLES`` per kind on average), in URL order."""
+    findings: Counter[str] = Counter()
+    examples: list[dict[str, Any]] = []
+    checked = 0
+    for record in sorted(records, key=lambda r: r.url):
+        if not record.in_sitemap or not (record.fetched or record.error):
+            continue
+        checked += 1
+        found = record.finding()
+        if found is None:
+            continue
+        kind, detail = found
+        findings[kind] += 1
+        if len(examples) < MAX_EXAMPLES * len(FINDINGS):
+            examples.append(
+                {"url": record.url, "finding": kind, "status": record.status, "detail": detail}
+            )
+    return checked, findings, examples
+
+
+def _sitemap_only_means(mode: str, stopped: list[str], max_depth: int) -> str:
+    """What "sitemap-only" means for this link crawl: orphans only when the crawl of the
+    links were followed from the home page (not only from the sampled pages) and no limit
+    stopped the link crawl."""
+    if mode == "sample":
+        return (
+            "not reached by links followed from the sampled pages and the home page "
+            f"(depth {max_depth}): sitemap-only does not mean orphan"
+        )
+    if stopped:
+        return (
+            f"not reached by links, but the link crawl was stopped by {', '.join(stopped)}: "
+            "orphans and pages the crawl did not get to"
+        )
+    return (
+        f"not linked from the home page within {max_depth} clicks, nor from a page "
+        "fetched on the way (samples included): orphans"
+    )
 
 
 def segment_coverage(

@@ -1,4 +1,7 @@
-"""L2: the cross-run score, and the verdict that combines it with L0/L1 and the past (§5d).
+"""Lastmod verification: L2, the cross-run score, and the verdict over runs.
+
+The verdict combines the score with L0/L1 and the segment's past (docs/verification.md,
+"Cross-run score", "Cross-run verdict").
 
 Pure Python, standard library only. Over runs, for every page we fetched twice, two facts
 are compared: ΔL, "lastmod says it may have changed since our previous fetch" (its interval's
@@ -13,37 +16,36 @@ counted) plus the miss rate times the ΔL = 0 URL-runs that were not audited: it
 is TP / (TP + FN + m_hi·(N_unch - audits)), m_hi the one-sided Wilson upper bound of the
 miss rate (a finite-population reading: a segment audited whole has no unseen misses).
 
-Thresholds (defaults from the design; the simulated-web benchmark is where to tune them):
+Thresholds (the simulated-web benchmark is where to tune them):
 
 ========================  =======  ===========================================================
-``HALF_LIFE_RUNS``        30       §5d exponential forgetting
-``Z_L2``                  1.645    ours: one-sided 95 % Wilson bound on the miss rate
-``TRUSTED_RECALL``        0.8      §5d "≥ 0.8 (lenient)": R_lo, the recall lower bound
-``MIN_TP``                10       §5d "TP ≥ 10-30"
-``PROMOTE_RUNS``          2        §5d hysteresis: promote only after twice the evidence
-``STALE_MISSES``          3        §5d "≥ 3 audited misses and R̂ < 0.8"
+``HALF_LIFE_RUNS``        30       runs for the counts to decay by half
+``Z_L2``                  1.645    one-sided 95 % Wilson bound on the miss rate
+``TRUSTED_RECALL``        0.8      R_lo, the recall lower bound, for TRUSTED
+``MIN_TP``                10       true positives for TRUSTED
+``PROMOTE_RUNS``          2        runs in a row over the bar before TRUSTED
+``STALE_MISSES``          3        audited misses with R̂ < ``STALE_RECALL``: STALE
 ``STALE_RECALL``          0.8
-``STALE_RECALL_UPPER``    0.85     §5d "(or R_hi < 0.85)": one miss is enough when the bound says so
-``OVER_PRECISION``        0.5      §5d OVER_REPORTING: R_lo ≥ 0.8 but P < 0.5 …
+``STALE_RECALL_UPPER``    0.85     R_hi below it: STALE from one miss, the bound says so
+``OVER_PRECISION``        0.5      OVER_REPORTING: R_lo ≥ 0.8 but P < 0.5 …
 ``OVER_EVENTS``           20       … over ≥ 20 ΔL events
-``GEN_EVENTS``            30       §5d GENERATION_TIME by lift ≈ 1 over ≥ 30 ΔL events
-``GEN_LIFT``              1.5      ours: "≈ 1" means below 1.5
-``RECOVER_RUNS``          2        ours: clean runs before a red verdict is lifted
-``STAMP_AUDITS``          60       ours: audited pages before a one-stamp lastmod over-reports
-                                   (§5d: 59 audits see a 5 % miss rate with 95 % power)
-``POOL_OWN_AUDITS``       20       ours: a segment's own audited pages, none a miss, before it
-                                   may be trusted on its site's pooled score (§7 "pooling")
+``GEN_EVENTS``            30       GENERATION_TIME by lift < ``GEN_LIFT`` over ≥ 30 ΔL events
+``GEN_LIFT``              1.5      a lift "about 1": lastmod moves say nothing
+``RECOVER_RUNS``          2        clean runs before a red verdict is lifted
+``STAMP_AUDITS``          60       audited pages before a one-stamp lastmod over-reports
+                                   (59 audits see a 5 % miss rate with 95 % power)
+``POOL_OWN_AUDITS``       20       a segment's own audited pages, none a miss, before it
+                                   may be trusted on its site's pooled score
 ========================  =======  ===========================================================
 
-**Pooling** (design §7, "rare changes make recall slow to learn … pooling across segments
-that share a generator speeds this up"). A segment whose pages change rarely sees too few
-changes in a few runs to bound its own recall, however honest its lastmod. The segments of
-one site that are PROVISIONAL or TRUSTED are written by the same site software, so their
-counts are also summed: when the pooled recall lower bound passes the bar, a segment whose
-own L1 sample agrees and whose own audit has seen ``POOL_OWN_AUDITS`` pages without a single
-miss is promoted as if the score were its own. A miss of its own, or a pool that includes
-misses, is never hidden: the demotion rules read the segment's own counts, and a pool's
-misses raise the pooled bound.
+**Pooling** (docs/verification.md, "Pooling across segments"). A segment whose pages
+change rarely sees too few changes in a few runs to bound its own recall, however honest
+its lastmod. The segments of one site that are PROVISIONAL or TRUSTED are written by the
+same site software, so their counts are also summed: when the pooled recall lower bound
+passes the bar, a segment whose own L1 sample agrees and whose own audit has seen
+``POOL_OWN_AUDITS`` pages without a single miss is promoted as if the score were its own.
+A miss of its own, or a pool that includes misses, is never hidden: the demotion rules read
+the segment's own counts, and a pool's misses raise the pooled bound.
 """
 
 from __future__ import annotations
@@ -158,14 +160,13 @@ class CrossRun:
         m_lo, m_hi = wilson(misses, n_a, Z_L2) if n_a else (0.0, 1.0)
         recall = recall_lo = recall_hi = None
         if self.tp > 0 and m is not None:
-            # The audited pages' misses are counted, not estimated: the miss rate's bounds
-            # apply to the ΔL = 0 URL-runs nobody looked at (the point estimate is the same
-            # as TP / (TP + m·N_unch); the lower bound is tighter by m_hi·audits - FN, which
-            # matters when an audit covered most of the segment).
+            # The audited misses are counted, not estimated: the miss rate's bounds apply only
+            # to the ΔL = 0 URL-runs nobody looked at (a segment audited whole has none).
             unseen = max(self.n_unch - audits, 0.0)
             recall = self.tp / (self.tp + self.fn + m * unseen)
             recall_lo = self.tp / (self.tp + self.fn + m_hi * unseen)
-            recall_hi = self.tp / (self.tp + m_lo * self.n_unch)  # looser: the design's R_hi
+            # Looser (all of N_unch): STALE from a single miss must be sure of it.
+            recall_hi = self.tp / (self.tp + m_lo * self.n_unch)
         elif m is not None and misses:
             recall = recall_hi = 0.0  # changes seen only where lastmod stood still
         lift = None
@@ -218,6 +219,11 @@ def combine(
     ``pool``: the summed counts of the site's PROVISIONAL and TRUSTED segments, this one
     included (``pool_segments`` of them): see "Pooling" above.
 
+    The rules, in order: the red flags (:func:`_demote`), a red verdict held until clean
+    runs (:func:`_held`), PARTIAL as it stands, a run without pages keeping a usable
+    verdict (:func:`_unsampled`), OVER_REPORTING (:func:`_over_reporting`), TRUSTED and
+    PROVISIONAL by the recall bound (:func:`_trusted`), else the static verdict.
+
     >>> l2 = CrossRun(tp=12, fp=1, fn=0, tn=60, n_unch=50, runs=3)
     >>> combine("PROVISIONAL", "30 of 30 agree.", "PROVISIONAL", l2)[0]
     'PROVISIONAL'
@@ -226,155 +232,243 @@ def combine(
     >>> combine("GENERATION_TIME", "clustered.", "TRUSTED", l2)[0]
     'GENERATION_TIME'
     """
-    m = l2.metrics()
-    evidence = {"l2": m, "static": static_name, "previous": previous}
-    tp, fn = l2.tp, l2.fn
-    recall, recall_lo, precision = m["recall"], m["recall_lower"], m["precision"]
-    events = l2.tp + l2.fp
-
-    def result(name: str, reason: str) -> tuple[str, str, dict[str, Any]]:
-        if name in RED:
-            l2.clean_streak = 0
-            l2.promote_streak = 0
-        return name, reason, evidence
-
-    misses = round(fn)  # decayed counts: three misses a run ago are 2.93
-    recall_hi = m["recall_upper"]
-    stale = (misses >= STALE_MISSES and recall is not None and recall < STALE_RECALL) or (
-        misses >= 1 and recall_hi is not None and recall_hi < STALE_RECALL_UPPER
+    run = _Run(
+        static_name,
+        static_reason,
+        previous,
+        l2,
+        sampled=sampled,
+        stamp=stamp,
+        pool=pool,
+        pool_segments=pool_segments,
     )
-    # Red flags demote at once. A TZ_SHIFT lastmod is used corrected, so the audit still
-    # judges it: misses make it STALE.
-    if static_name in RED and not (static_name == "TZ_SHIFT" and stale):
-        return result(static_name, static_reason)
+    found = _demote(run) or _held(run)
+    if found is not None:
+        return found
+    if run.static_name == "PARTIAL":
+        l2.promote_streak = 0
+        return run.result(run.static_name, run.static_reason)
+    _unsampled(run)
+    run.pooled = run.pool_metrics()
+    return _over_reporting(run) or _trusted(run) or run.result(run.static_name, run.static_reason)
+
+
+_Result = tuple[str, str, dict[str, Any]]
+
+
+class _Run:
+    """One :func:`combine`: its inputs (the static verdict may be replaced by the previous
+    one, :func:`_unsampled`), the segment's L2 metrics, the evidence every result carries,
+    and whether the recall bound is strong enough alone or with the site's pool."""
+
+    def __init__(
+        self,
+        static_name: str,
+        static_reason: str,
+        previous: str | None,
+        l2: CrossRun,
+        *,
+        sampled: bool,
+        stamp: bool,
+        pool: CrossRun | None,
+        pool_segments: int,
+    ) -> None:
+        self.static_name = static_name
+        self.static_reason = static_reason
+        self.previous = previous
+        self.l2 = l2
+        self.sampled = sampled
+        self.stamp = stamp
+        self.m = l2.metrics()
+        self.evidence: dict[str, Any] = {"l2": self.m, "static": static_name, "previous": previous}
+        self.misses = round(l2.fn)  # decayed counts: three misses a run ago are 2.93
+        recall_lo = self.m["recall_lower"]
+        self.strong = l2.tp >= MIN_TP and recall_lo is not None and recall_lo >= TRUSTED_RECALL
+        self.pool = pool
+        self.pool_segments = pool_segments
+        self.pooled: dict[str, Any] | None = None
+
+    def pool_metrics(self) -> dict[str, Any] | None:
+        """The pool's metrics when the segment may be trusted on them: its own bound is
+        not enough, it has no miss of its own and ``POOL_OWN_AUDITS`` audits, and the
+        pool's bound passes the bar (then recorded in the evidence)."""
+        l2, pool, pool_segments = self.l2, self.pool, self.pool_segments
+        if (
+            self.strong
+            or pool is None
+            or pool_segments <= 1
+            or self.misses != 0
+            or round(l2.fn + l2.tn) < POOL_OWN_AUDITS
+        ):
+            return None
+        pm = pool.metrics()
+        pool_lo = pm["recall_lower"]
+        if pool.tp >= MIN_TP and pool_lo is not None and pool_lo >= TRUSTED_RECALL:
+            self.evidence["pool"] = {"segments": pool_segments, "l2": pm}
+            return pm
+        return None
+
+    def result(self, name: str, reason: str) -> _Result:
+        return name, reason, self.evidence
+
+    def red(self, name: str, reason: str) -> _Result:
+        """A red verdict: the promotion and recovery streaks start over."""
+        self.l2.clean_streak = 0
+        self.l2.promote_streak = 0
+        return self.result(name, reason)
+
+
+def _demote(run: _Run) -> _Result | None:
+    """Red flags demote at once: a red static verdict, STALE when the audit finds the
+    changes lastmod misses, GENERATION_TIME when a moving lastmod predicts no change."""
+    m, fn = run.m, run.l2.fn
+    recall, recall_hi = m["recall"], m["recall_upper"]
+    stale = (run.misses >= STALE_MISSES and recall is not None and recall < STALE_RECALL) or (
+        run.misses >= 1 and recall_hi is not None and recall_hi < STALE_RECALL_UPPER
+    )
+    # A TZ_SHIFT lastmod is used corrected, so the audit still judges it: misses make it
+    # STALE.
+    if run.static_name in RED and not (run.static_name == "TZ_SHIFT" and stale):
+        return run.red(run.static_name, run.static_reason)
     if stale:
         assert recall is not None
         bound = (
             f"estimated recall {recall:.2f} < {STALE_RECALL:.2f}"
-            if misses >= STALE_MISSES and recall < STALE_RECALL
+            if run.misses >= STALE_MISSES and recall < STALE_RECALL
             else f"recall upper bound {recall_hi or 0.0:.2f} < {STALE_RECALL_UPPER:.2f}"
         )
-        return result(
+        return run.red(
             "STALE",
             f"Across runs, {fn:.0f} of {m['audits']:.0f} audited pages whose lastmod did not "
             f"move had changed ({bound}).",
         )
     lift = m["lift"]
+    events = run.l2.tp + run.l2.fp
     if events >= GEN_EVENTS and lift not in (None, "inf") and float(lift) < GEN_LIFT:
-        return result(
+        return run.red(
             "GENERATION_TIME",
             f"Across runs, a moving lastmod predicts a content change no better than a still "
             f"one (lift {float(lift):.2f} < {GEN_LIFT} over {events:.0f} lastmod changes).",
         )
-    # A red verdict is lifted only after RECOVER_RUNS clean runs in a row; a run that
-    # sampled no page is no evidence either way.
-    if previous in RED and not sampled and static_name == "UNVERIFIABLE":
-        return (
+    return None
+
+
+def _held(run: _Run) -> _Result | None:
+    """A red verdict is lifted only after ``RECOVER_RUNS`` clean runs in a row; a run that
+    sampled no page is no evidence either way."""
+    previous, l2 = run.previous, run.l2
+    if previous in RED and not run.sampled and run.static_name == "UNVERIFIABLE":
+        return run.result(
             previous,
-            f"Kept {previous}: no pages were sampled on this run ({static_reason[:-1]}).",
-            evidence,
+            f"Kept {previous}: no pages were sampled on this run ({run.static_reason[:-1]}).",
         )
-    if previous in RED:
-        l2.clean_streak += 1
-        if l2.clean_streak < RECOVER_RUNS:
-            return (
-                previous,
-                f"Held at {previous} until {RECOVER_RUNS} clean runs in a row "
-                f"({l2.clean_streak} so far); this run: {static_reason}",
-                evidence,
-            )
-    else:
+    if previous not in RED:
         l2.clean_streak = 0
-    if static_name == "PARTIAL":
-        l2.promote_streak = 0
-        return static_name, static_reason, evidence
-    if (
-        not sampled
-        and static_name == "UNVERIFIABLE"
-        and previous in ("PROVISIONAL", "TRUSTED", "OVER_REPORTING", "UNVERIFIABLE")
-    ):
-        assert previous is not None
-        static_name = previous
-        static_reason = (
-            f"Kept {previous}: no pages were sampled on this run and the sitemap shows no red flag."
+        return None
+    l2.clean_streak += 1
+    if l2.clean_streak < RECOVER_RUNS:
+        return run.result(
+            previous,
+            f"Held at {previous} until {RECOVER_RUNS} clean runs in a row "
+            f"({l2.clean_streak} so far); this run: {run.static_reason}",
         )
-    strong = tp >= MIN_TP and recall_lo is not None and recall_lo >= TRUSTED_RECALL
-    own_audits = l2.fn + l2.tn
-    pooled: dict[str, Any] | None = None
+    return None
+
+
+def _unsampled(run: _Run) -> None:
+    """With no page sampled, an UNVERIFIABLE from the sitemap alone means "no new page
+    evidence": a usable previous verdict stands in for it (L2 may still change it)."""
     if (
-        not strong
-        and pool is not None
-        and pool_segments > 1
-        and misses == 0
-        and round(own_audits) >= POOL_OWN_AUDITS
+        not run.sampled
+        and run.static_name == "UNVERIFIABLE"
+        and run.previous in ("PROVISIONAL", "TRUSTED", "OVER_REPORTING", "UNVERIFIABLE")
     ):
-        pm = pool.metrics()
-        pool_lo = pm["recall_lower"]
-        if pool.tp >= MIN_TP and pool_lo is not None and pool_lo >= TRUSTED_RECALL:
-            pooled = pm
-            evidence["pool"] = {"segments": pool_segments, "l2": pm}
+        assert run.previous is not None
+        run.static_name = run.previous
+        run.static_reason = (
+            f"Kept {run.previous}: no pages were sampled on this run and the sitemap shows "
+            "no red flag."
+        )
+
+
+def _over_reporting(run: _Run) -> _Result | None:
+    """OVER_REPORTING: lastmod catches the changes but most of its moves are none (a safe
+    filter); a static one from one stamp is held as UNVERIFIABLE until the audit has
+    seen ``STAMP_AUDITS`` pages; otherwise a static OVER_REPORTING stands."""
+    m, l2 = run.m, run.l2
+    precision = m["precision"]
     if (
-        strong
-        and events >= OVER_EVENTS
+        run.strong
+        and l2.tp + l2.fp >= OVER_EVENTS
         and precision is not None
         and precision < OVER_PRECISION
-        and static_name in ("PROVISIONAL", "UNVERIFIABLE", "OVER_REPORTING")
+        and run.static_name in ("PROVISIONAL", "UNVERIFIABLE", "OVER_REPORTING")
     ):
-        return (
+        return run.result(
             "OVER_REPORTING",
-            f"Across runs, lastmod catches the changes (recall lower bound {recall_lo:.2f}) "
-            f"but only {precision:.0%} of its moves are real changes: a safe filter.",
-            evidence,
+            f"Across runs, lastmod catches the changes (recall lower bound "
+            f"{m['recall_lower']:.2f}) but only {precision:.0%} of its moves are real "
+            "changes: a safe filter.",
         )
+    if run.static_name != "OVER_REPORTING":
+        return None
     if (
-        static_name == "OVER_REPORTING"
-        and stamp
+        run.stamp
         and l2.fn + l2.tn < STAMP_AUDITS
-        and previous not in ("OVER_REPORTING", "TRUSTED")
+        and run.previous not in ("OVER_REPORTING", "TRUSTED")
     ):
         l2.promote_streak = 0
-        return (
+        return run.result(
             "UNVERIFIABLE",
-            f"{static_reason[:-1]}; but every lastmod is one stamp: it is a safe filter only "
-            f"if no change lands between two stamps, and the audit has seen "
+            f"{run.static_reason[:-1]}; but every lastmod is one stamp: it is a safe filter "
+            f"only if no change lands between two stamps, and the audit has seen "
             f"{l2.fn + l2.tn:.0f} of the {STAMP_AUDITS} pages that takes.",
-            evidence,
         )
-    if static_name == "OVER_REPORTING":
-        return static_name, static_reason, evidence
-    if strong or pooled is not None:
-        l2.promote_streak += 1
-        if pooled is not None:
-            score = (
-                f"across {l2.runs} runs, on the {pool_segments} segments of this site whose "
-                f"lastmod agrees with their pages, lastmod moved with {pooled['tp']:.0f} of the "
-                f"content changes we saw and the audit found {pooled['fn']:.0f} misses in "
-                f"{pooled['audits']:.0f} (recall lower bound {pooled['recall_lower']:.2f} >= "
-                f"{TRUSTED_RECALL:.2f}); this segment's own audit found no miss in "
-                f"{own_audits:.0f}"
-            )
-        else:
-            assert recall_lo is not None
-            score = (
-                f"across {l2.runs} runs, lastmod moved with {tp:.0f} of the content changes "
-                f"we saw and the audit found {fn:.0f} misses in {m['audits']:.0f} "
-                f"(recall lower bound {recall_lo:.2f} >= {TRUSTED_RECALL:.2f})"
-            )
-        if previous == "TRUSTED" or l2.promote_streak >= PROMOTE_RUNS:
-            return "TRUSTED", f"{score[0].upper()}{score[1:]}.", evidence
-        if static_name == "UNVERIFIABLE":
-            return (
-                "PROVISIONAL",
-                f"No page evidence on this run, but {score}; promotion to TRUSTED needs "
-                f"{PROMOTE_RUNS} such runs in a row.",
-                evidence,
-            )
-    else:
+    return run.result(run.static_name, run.static_reason)
+
+
+def _trusted(run: _Run) -> _Result | None:
+    """TRUSTED once the recall lower bound (the segment's, or its site's pool's) has
+    passed the bar on ``PROMOTE_RUNS`` runs in a row, PROVISIONAL on the way when the
+    run has no page evidence; a TRUSTED segment without a red flag stays TRUSTED."""
+    l2, previous = run.l2, run.previous
+    if not (run.strong or run.pooled is not None):
         l2.promote_streak = 0
-        if previous == "TRUSTED" and static_name in ("PROVISIONAL", "UNVERIFIABLE"):
-            return (
+        if previous == "TRUSTED" and run.static_name in ("PROVISIONAL", "UNVERIFIABLE"):
+            return run.result(
                 "TRUSTED",
-                f"Kept TRUSTED: no red flag on this run ({static_reason[:-1].lower()}).",
-                evidence,
+                f"Kept TRUSTED: no red flag on this run ({run.static_reason[:-1].lower()}).",
             )
-    return static_name, static_reason, evidence
+        return None
+    l2.promote_streak += 1
+    score = _score(run)
+    if previous == "TRUSTED" or l2.promote_streak >= PROMOTE_RUNS:
+        return run.result("TRUSTED", f"{score[0].upper()}{score[1:]}.")
+    if run.static_name == "UNVERIFIABLE":
+        return run.result(
+            "PROVISIONAL",
+            f"No page evidence on this run, but {score}; promotion to TRUSTED needs "
+            f"{PROMOTE_RUNS} such runs in a row.",
+        )
+    return None
+
+
+def _score(run: _Run) -> str:
+    """The recall score a promotion rests on, in words: the segment's own, or its site's
+    pooled one with the segment's own audit."""
+    l2, m, pooled = run.l2, run.m, run.pooled
+    if pooled is not None:
+        return (
+            f"across {l2.runs} runs, on the {run.pool_segments} segments of this site whose "
+            f"lastmod agrees with their pages, lastmod moved with {pooled['tp']:.0f} of the "
+            f"content changes we saw and the audit found {pooled['fn']:.0f} misses in "
+            f"{pooled['audits']:.0f} (recall lower bound {pooled['recall_lower']:.2f} >= "
+            f"{TRUSTED_RECALL:.2f}); this segment's own audit found no miss in "
+            f"{l2.fn + l2.tn:.0f}"
+        )
+    assert m["recall_lower"] is not None
+    return (
+        f"across {l2.runs} runs, lastmod moved with {l2.tp:.0f} of the content changes "
+        f"we saw and the audit found {l2.fn:.0f} misses in {m['audits']:.0f} "
+        f"(recall lower bound {m['recall_lower']:.2f} >= {TRUSTED_RECALL:.2f})"
+    )

@@ -1,7 +1,8 @@
-"""Page evidence for lastmod verification: declared dates, HTTP validators, fingerprint.
+"""Lastmod verification: what a fetched page says of itself (dates, validators, fingerprint).
 
 Pure code (lxml, w3lib, extruct; never scrapy or twisted). :func:`page_evidence`
-is called once per sampled page; it never raises, whatever the bytes.
+is called once per sampled page; it never raises, whatever the bytes. The design:
+docs/verification.md, "Page dates" and "Fingerprints".
 
 Where dates come from
 ---------------------
@@ -20,8 +21,8 @@ Where dates come from
   :data:`META_PUBLISHED`. Their ``source`` is ``"meta"``;
 * the HTTP ``Last-Modified`` header (``source="http"``).
 
-Main entity (design note section 4.3)
--------------------------------------
+Main entity
+-----------
 
 Every structured-data entity is scored: +3 when its ``@id``, ``url``,
 ``mainEntityOfPage`` or ``isPartOf`` (fragment dropped; scheme, ``www.`` and
@@ -40,7 +41,7 @@ Priority of modification dates (``PageEvidence.modified``)
 ----------------------------------------------------------
 
 1. main-entity ``dateModified`` from structured data, latest first (a
-   WebPage and its Article may disagree; the design takes the maximum), then
+   WebPage and its Article may disagree: the later one is the page's), then
    JSON-LD before microdata before RDFa;
 2. OpenGraph, in :data:`OPENGRAPH_MODIFIED` order;
 3. ``<meta>`` / orphan ``itemprop``, in :data:`META_MODIFIED` order (Dublin
@@ -662,7 +663,7 @@ def _as_list(value: object) -> list[Any]:
 def _walk(
     items: Iterable[Any], source: str, base: str, urls: frozenset[str], out: list[_Node]
 ) -> None:
-    """Record every entity (dict) with its §4.3 score; iterative and bounded."""
+    """Record every entity (dict) with its main-entity score; iterative and bounded."""
     # (object, depth, parent key, parent matched the page URL, parent excluded, level)
     stack: list[tuple[Any, int, str | None, bool, bool, int]] = [
         (item, 0, None, False, False, 0) for item in reversed(list(items)[:_MAX_NODES])
@@ -831,7 +832,7 @@ def _resolve(
     mod, pub, problems = found.mod, found.pub, found.problems
 
     def key(c: _Cand) -> tuple[int, float, int, int]:
-        # Main structured dates: latest first (design §4.3 takes the maximum).
+        # Main structured dates: latest first (a WebPage and its Article may disagree).
         latest = 0.0
         if c.tier == 0 and c.ev.value is not None and c.ev.value.value is not None:
             latest = -c.ev.value.value.timestamp()

@@ -1,7 +1,7 @@
-"""Choose which pages of a sitemap segment to fetch for the L1 agreement test.
+"""Lastmod verification: which pages of a segment the L1 agreement test fetches.
 
-Pure Python, standard library only; never imports scrapy or twisted. Follows
-§5b of ``shared/design/lastmod-verification.md``:
+Pure Python, standard library only; never imports scrapy or twisted. The design:
+docs/verification.md, "Sampling".
 
 * about 30 pages per segment (``budget``), at most about 150 per site
   (:func:`allocate`); escalate to 60 when a Wilson interval straddles a
@@ -139,7 +139,7 @@ class _Neg:
 
 
 class SegmentSampler:
-    """Streaming, seeded, stratified sample of one segment's URLs (§5b).
+    """Streaming, seeded, stratified sample of one segment's URLs.
 
     Call :meth:`offer` once per URL as entries stream by, then
     :meth:`sample`. ``now`` is the server clock used for the age strata. A URL
@@ -212,7 +212,7 @@ class SegmentSampler:
         self._panel.offer(h, url, lastmod)
 
     def population(self) -> dict[str, int]:
-        """URLs offered per stratum (the stratum weights W_h of §5b)."""
+        """URLs offered per stratum (the weights W_h of :func:`stratified_proportion`)."""
         return dict(self._population)
 
     def state_size(self) -> int:
@@ -350,7 +350,7 @@ def allocate(budgets: dict[str, int], site_budget: int = DEFAULT_SITE_BUDGET) ->
 def fpc_sample_size(margin: float, population: int | None = None, z: float = 1.96) -> int:
     """Worst-case sample size for a proportion, with the finite-population correction.
 
-    n0 = z^2 * 0.25 / e^2 and n = n0 / (1 + (n0 - 1) / N), rounded up (§5b table).
+    n0 = z^2 * 0.25 / e^2 and n = n0 / (1 + (n0 - 1) / N), rounded up.
 
     >>> [fpc_sample_size(e) for e in (0.20, 0.15, 0.10, 0.05)]
     [25, 43, 97, 385]
@@ -369,7 +369,7 @@ def fpc_sample_size(margin: float, population: int | None = None, z: float = 1.9
 
 
 def stratified_proportion(strata: dict[str, tuple[int, int, int]]) -> tuple[float, float]:
-    """Stratified estimate ``(p, variance)`` from ``{name: (N_h, successes_h, n_h)}`` (§5b).
+    """Stratified estimate ``(p, variance)`` from ``{name: (N_h, successes_h, n_h)}``.
 
     p = sum W_h p_h and Var = sum W_h^2 p_h (1 - p_h) / n_h, with W_h = N_h / N;
     strata with no sampled page are left out (their weight is redistributed).

@@ -1,4 +1,7 @@
-"""Incremental runs: should this URL be fetched again? (§5e, §2.2). Pure Python.
+"""Incremental runs: should this URL be fetched again? Pure Python.
+
+The design: docs/verification.md, "Scheduling incremental refetches", "Change rates" and
+"Page dates as change history".
 
 The decision uses a URL's lastmod only where its segment's standing verdict allows it:
 
@@ -14,7 +17,7 @@ The decision uses a URL's lastmod only where its segment's standing verdict allo
 * **TZ_SHIFT** with a known offset of k whole hours: as PROVISIONAL, the lastmod corrected
   by -k h.
 * **STALE**: a moving lastmod still triggers a refetch (it is right when it moves); the rest
-  follow the change-rate schedule (the hybrid of §5d). **UNVERIFIABLE** too: its moving
+  follow the change-rate schedule (a hybrid). **UNVERIFIABLE** too: its moving
   lastmods point at the pages that will show whether it is right.
 * **everything else** (GENERATION_TIME, ABSENT, INVALID, or no
   verdict yet): lastmod is ignored. Each URL's change rate λ̂ is estimated from our own
@@ -29,14 +32,13 @@ window between two fetches when the content changed, and stayed put when it did 
 fetch tells when the page last changed, not only whether it did: a change observed at that
 moment and none since (:func:`page_date_intervals`). The first fetch then already gives a
 rate (a page last edited two years ago is not fetched again tomorrow), so the second fetch
-is not needed. On the simulated web at equal fetches this is 0.7-2.2 points less stale than
-the fetch-interval estimate alone (docs/benchmarks.md).
+is not needed, and at equal fetches fewer pages stay stale than with the fetch intervals
+alone (docs/benchmarks.md).
 
 A lastmod that moved to a time our last fetch already covers (a lagged sitemap catching up,
 ``captured`` in :func:`delta_l`) says nothing of the time since, but it does say the page was
 edited lately: the page's change rate decides, with θ, as for an untrusted URL
-(``lastmod_late``). On the simulated web's lagged sitemap: 7 % more page GETs, 30 % fewer
-changes missed (docs/benchmarks.md).
+(``lastmod_late``).
 
 Reasons (``refetch_reason``): new, lastmod_changed, lastmod_late, lastmod_unchanged, audit,
 max_age, undated, no_history, poisson, poisson_wait.
@@ -530,25 +532,16 @@ def decide(
             return Decision(True, "lastmod_changed", True)
         if (
             since_last
-            and lastmod is not None
-            and previous_raw not in (None, lastmod.raw)
             and last_fetch is not None
-            and late_report(lastmod, captured, shift or 0.0, utc_offset)
+            and _moved_late(lastmod, previous_raw, captured, shift or 0.0, utc_offset)
         ):
-            # A late report of a change our last fetch has: it says nothing of the time
-            # since, but it says the page was edited lately. Whether to fetch it is the
-            # change rate's question (a page edited lately is edited again more often than
-            # its lastmod, still catching up, shows).
+            # It says nothing of the time since our last fetch, but it says the page was
+            # edited lately: whether to fetch it again is the change rate's question (a
+            # page edited lately is edited again more often than its lastmod shows).
             rate = change_rate(intervals, prior[0], prior[1], policy)
             if change_probability(rate, (now - last_fetch).total_seconds()) >= policy.theta:
                 return Decision(True, "lastmod_late", False)
-        if audit_share is not None:
-            share = audit_share
-        elif verdict in ("TRUSTED", "OVER_REPORTING"):
-            share = policy.audit_trusted
-        else:
-            share = policy.audit_provisional
-        if draw < share:
+        if draw < _audit_share(verdict, audit_share, policy):
             return Decision(True, "audit", False)
         latest = max((t for t in (last_refetch, last_fetch) if t is not None), default=None)
         if _older(latest, now, policy.max_age):
@@ -560,6 +553,50 @@ def decide(
         return Decision(True, "lastmod_changed", True)
     if page_history is not None and page_history[0] and policy.page_dates:
         intervals, prior = page_history
+    return _by_change_rate(
+        moved, trusting, now, last_fetch, intervals=intervals, prior=prior, policy=policy
+    )
+
+
+def _moved_late(
+    lastmod: LastMod | None,
+    previous_raw: str | None,
+    captured: tuple[datetime, datetime] | None,
+    shift: float,
+    utc_offset: float | None,
+) -> bool:
+    """Whether a lastmod moved to a time our last fetch already covers (``late_report``):
+    a lagged sitemap catching up with a change that fetch has."""
+    return (
+        lastmod is not None
+        and previous_raw not in (None, lastmod.raw)
+        and late_report(lastmod, captured, shift, utc_offset)
+    )
+
+
+def _audit_share(verdict: str | None, audit_share: float | None, policy: Policy) -> float:
+    """The share of a trusted segment's unchanged URLs audited this run: the segment's
+    own when set, else the policy's for its verdict (PROVISIONAL audits more)."""
+    if audit_share is not None:
+        return audit_share
+    if verdict in ("TRUSTED", "OVER_REPORTING"):
+        return policy.audit_trusted
+    return policy.audit_provisional
+
+
+def _by_change_rate(
+    moved: bool | None,
+    trusting: bool,
+    now: datetime,
+    last_fetch: datetime | None,
+    *,
+    intervals: Sequence[tuple[float, bool]],
+    prior: tuple[int, float],
+    policy: Policy,
+) -> Decision:
+    """Refetch when the page has probably changed since our last fetch by its change rate
+    (P(changed) >= θ), when it is older than the max age, or when no rate can be learnt
+    yet (never fetched, or fetched once with no page-date history)."""
     if last_fetch is None or (not trusting and not intervals):
         # never fetched, or fetched once: no interval to estimate a rate from yet
         return Decision(True, "undated" if trusting else "no_history", moved)

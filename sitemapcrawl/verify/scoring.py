@@ -1,110 +1,66 @@
-"""Score how far a sitemap segment's ``<lastmod>`` values can be trusted.
+"""Lastmod verification: the L0 dispersion test, the L1 agreement test, the static verdict.
 
-Pure Python, standard library only (plus :mod:`sitemapcrawl.sitemaps.dates`);
-never imports scrapy or twisted. Implements layers L0 and L1 of the design
-note ``shared/design/lastmod-verification.md``: the interval table of §5,
-the dispersion test of §5a, the Wilson bounds of §5b, the agreement test of
-§5c and the static part of the verdict table of §5d. The cross-run score (L2)
-is out of scope, so :func:`static_verdict` never returns ``TRUSTED``.
+Pure Python, standard library only (plus :mod:`sitemapcrawl.sitemaps.dates`); never imports
+scrapy or twisted. The design is in docs/verification.md ("Lastmod intervals", "L0: the
+dispersion test", "Wilson bounds", "L1: the agreement test", "Static verdict"). The
+cross-run score (L2) is :mod:`sitemapcrawl.verify.crossrun`, so :func:`static_verdict`
+never returns ``TRUSTED``.
 
 Thresholds
 ----------
 
 =============================  ==========  ======================================
-name                           value       source
+name                           value       what it bounds
 =============================  ==========  ======================================
-``TAU``                        60 min      §5 interval table (regeneration lag)
-``TZ_SLACK``                   14 h        §5 interval table (any UTC offset)
-``FUTURE_SLACK``               15 min      §5a ``f_fut``, §5c FUTURE
-``WINDOW_TIMESTAMP``           10 min      §5a window share, timestamps
-``WINDOW_DATE``                1 day       §5a window share, dates (calendar day)
-``RECENCY_DELTAS``             10m 1h      §5a recency f(Δ)
+``TAU``                        60 min      a timezoned timestamp's interval, ±
+``TZ_SLACK``                   14 h        a date's or zoneless time's interval, ±
+``FUTURE_SLACK``               15 min      future values (L0) and FUTURE (L1)
+``WINDOW_TIMESTAMP``           10 min      the window share, timestamps
+``WINDOW_DATE``                1 day       the window share, dates (calendar day)
+``RECENCY_DELTAS``             10m 1h      recency f(Δ)
                                24h 48h
-``RECENCY_EPSILON``            15 min      ours: the ε of f(Δ) = ``FUTURE_SLACK``
-``MIN_N_L``                    20          §5a "require N_L ≥ 20 per segment"
-``ABSENT_COVERAGE``            0.1         §5a coverage, §5d ABSENT
-``PARTIAL_COVERAGE``           0.9         §5a coverage (0.1-0.9 ⇒ PARTIAL)
-``INVALID_SHARE``              0.2         §5d INVALID (unparseable > 20 %)
-``FUTURE_SHARE``               0.05        §5a / §5d (future > 5 %)
-``GENERATION_WINDOW_SHARE``    0.9         §5a GENERATION_TIME (suspected)
-``GENERATION_RECENCY``         48 h        §5a ``t_ref - c* ≤ 48 h``
-``ALIGNMENT``                  10 min      §5a alignment
-``CLUSTERED_OLD_SHARE``        0.5         §5a CLUSTERED_OLD
-``TZ_TOLERANCE``               120 s       §5a hour multiples, §5c TZ_SHIFT
-``TZ_MAX_HOURS``               14          §5a / §5c, k ∈ [1, 14]
-``TZ_CONSISTENT_SHARE``        0.5         §5c same k on ≥ 50 % of disagreeing
-``TZ_MIN_LB``                  0.10        ours: Wilson LB of the shifted pages
-``PUBDATE_GAP``                1 day       §5c PUBDATE_AS_LASTMOD
-``MIN_N_EV``                   20          §5c PROVISIONAL / UNVERIFIABLE
-``PROVISIONAL_LB``             0.8         §5c PROVISIONAL
-``STALE_LB``                   0.10        §5c STALE
-``OVER_REPORTING_LB``          0.3         §5c OVER_REPORTING
-``ESCALATED_SAMPLE``           60          §5b escalate to 60 pages per segment
-``MAX_LAG``                    2 days      ours: built earlier, a sitemap is stale, not late
-``Z``                          1.96        §5b (95 %)
+``RECENCY_EPSILON``            15 min      the ε of f(Δ) = ``FUTURE_SLACK``
+``MIN_N_L``                    20          dated values the clustering rules need
+``ABSENT_COVERAGE``            0.1         coverage below it: ABSENT
+``PARTIAL_COVERAGE``           0.9         coverage below it: PARTIAL
+``INVALID_SHARE``              0.2         unparseable values above it: INVALID
+``FUTURE_SHARE``               0.05        future values above it: INVALID or TZ
+``GENERATION_WINDOW_SHARE``    0.9         window share: generation time suspected
+``GENERATION_RECENCY``         48 h        ``t_ref - c*``: a recent cluster
+``ALIGNMENT``                  10 min      cluster to generation time: aligned
+``CLUSTERED_OLD_SHARE``        0.5         window share of an old cluster
+``TZ_TOLERANCE``               120 s       a whole-hour shift, ±
+``TZ_MAX_HOURS``               14          k ∈ [1, 14]
+``TZ_CONSISTENT_SHARE``        0.5         one k for half the shifted values
+``TZ_MIN_LB``                  0.10        Wilson LB of the L1-shifted pages
+``PUBDATE_GAP``                1 day       PUBDATE_AS_LASTMOD
+``MIN_N_EV``                   20          pages with evidence for PROVISIONAL
+``PROVISIONAL_LB``             0.8         Wilson LB of agreeing pages
+``STALE_LB``                   0.10        Wilson LB of pages changed after lastmod
+``OVER_REPORTING_LB``          0.3         Wilson LB of pages behind their lastmod
+``ESCALATED_SAMPLE``           60          pages of an escalated sample
+``MAX_LAG``                    2 days      built earlier, a sitemap is stale, not late
+``Z``                          1.96        two-sided 95 %
 =============================  ==========  ======================================
 
-Choices the design leaves open (each is marked "ours" above or here):
+Details
+-------
 
-* Page evidence is widened exactly like the lastmod (``lastmod_interval`` on
-  both sides, same τ), so two exact timestamps agree within 2τ; an hour shift
-  is therefore only reported when it makes the intervals disjoint.
-* Timestamps with a minute or second precision also cover the rest of that
-  minute or second (the value is truncated), before the ±τ.
-* The window is 1 calendar day (UTC) when most dated values are date-only,
-  10 minutes (closed) otherwise. Among equally dense windows the most recent
-  one is the cluster. The cluster centre c* is the middle of the densest
-  window; alignment is the distance from t_gen to that window (0 inside), which
-  is |c* - t_gen| up to half a window and does not punish a date-only stamp for
-  its precision.
-* ``alignment_s`` is the nearest of sitemap ``Last-Modified``, the index
-  ``<lastmod>`` and max(lastmod), as §5a lists them. max(lastmod) lies in the
-  cluster whenever the newest entries do, so it would make every bulk import
-  "aligned"; the generation-time rule therefore uses ``gen_alignment_s``, the
-  distance to the two *external* sources only (§0: clustering alone must never
-  disqualify a deploy-stamped or bulk-import segment).
-* The L0 hour-multiple test measures δ = value - t_ref over future values
-  (t_lo > t_ref + 15 min); k is dominant when it explains ≥ 50 % of them, and
-  is only reported when the future share exceeds 5 %.
-* ``invalid_share`` is unparseable values over lastmod values present (parsed
-  or not). Sentinels (1970-01-01, 9999…) parse, count in N_L and are reported
-  in ``sentinel_share``; the design has no rule for them.
-* FUTURE counts as page evidence (the clock is the evidence): n_ev counts
-  AGREE, LASTMOD_NEWER, LASTMOD_OLDER, PUBDATE_AS_LASTMOD, FUTURE and TZ_SHIFT:k.
-  NO_EVIDENCE, NO_LASTMOD and LAGGED say nothing about the lastmod, and neither
-  does a page we could not read (the pipeline's ``HTTP_<status>``,
-  ``FETCH_FAILED:<reason>`` and REDIRECT_OFFSITE, a redirect to another host;
-  counted apart as ``n_unread``).
-* LAGGED (ours): a lastmod older than the page's date where that date is after
-  the moment the sitemap file was built (its ``Last-Modified``): a sitemap
-  rebuilt every few hours cannot show a later change, so the page says nothing
-  about its lastmod; the L2 audit settles such changes once the sitemap
-  catches up. Only for a file built within ``MAX_LAG`` (2 days) of t_ref: a
-  sitemap older than that is not lagging, it is stale.
-* TZ_SHIFT:k carries a signed k = (lastmod - evidence) in hours; correct the
-  lastmod by subtracting k hours. A segment-level L1 shift additionally needs
-  a Wilson LB ≥ 0.10 over n_ev, the STALE bar, so that a few shifted pages in
-  an agreeing sample do not outvote it; below that the shifted pages of the
-  dominant k count as agreeing ("corrected TZ") for PROVISIONAL.
-* GENERATION_TIME from one fetch is *suspected*, not confirmed (that needs
-  ≥ 3 moving fetches, L2): L0 suspected and either LB(LASTMOD_NEWER) ≥ 0.3
-  (the complement of OVER_REPORTING) or fewer than 20 pages with evidence
-  ("from the sitemap alone"). L0 suspected requires the cluster to be recent
-  or externally aligned, so a bulk import never gets here.
-* PARTIAL only wraps PROVISIONAL / UNVERIFIABLE: the red flags (INVALID,
-  TZ_SHIFT, GENERATION_TIME, STALE, OVER_REPORTING) win and report coverage.
-* n_ev ≥ 20 but LB(agree) < 0.8 with no failure mode established gives
-  UNVERIFIABLE, with ``escalate`` set while the Wilson interval straddles 0.8
-  and fewer than 60 pages were sampled (§5b).
-* A sample of two populations (ours), pages that agree and pages whose lastmod
-  is ahead of them, with neither over its own bar (LB(agree) < 0.8 and
-  LB(LASTMOD_NEWER) < 0.3) is OVER_REPORTING once escalation is over, when
-  LB(agree + LASTMOD_NEWER) ≥ 0.8 and LB(LASTMOD_NEWER) ≥ 0.10 (the STALE bar
-  mirrored): a site-wide bump since the pages' last edit moved the lastmod of
-  some but none stays behind its page. The design gives UNVERIFIABLE there.
+* The L0 alignment is the distance from t_gen to the densest window (0 inside): it is
+  |c* - t_gen| up to half a window, and does not punish a date-only stamp for its
+  precision.
+* Sentinels (1970-01-01, 9999…) parse, count in N_L and are reported in
+  ``sentinel_share``; no rule reads them.
+* FUTURE counts as page evidence: the server's clock is the evidence.
+* A suspected GENERATION_TIME with page evidence needs LB(LASTMOD_NEWER) ≥ 0.3, the
+  complement of OVER_REPORTING: the same pages ahead of their lastmod, with the
+  generation-time signature.
+* TZ_SHIFT:k carries a signed k = (lastmod - evidence) in hours; correct the lastmod by
+  subtracting k hours.
 
-Verdict order in :func:`static_verdict`: ABSENT, INVALID, TZ_SHIFT,
-GENERATION_TIME, STALE, OVER_REPORTING, PARTIAL, PROVISIONAL, UNVERIFIABLE.
+Verdict order in :func:`static_verdict`: ABSENT, INVALID, TZ_SHIFT, GENERATION_TIME, STALE,
+OVER_REPORTING, then PROVISIONAL or UNVERIFIABLE (the two-population OVER_REPORTING between
+them), PARTIAL around those two.
 """
 
 from __future__ import annotations
@@ -112,6 +68,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
@@ -121,7 +78,7 @@ from typing import TYPE_CHECKING, Any
 from sitemapcrawl.sitemaps.dates import format_utc
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Sequence
 
     from sitemapcrawl.sitemaps.dates import LastMod
 
@@ -187,7 +144,7 @@ ESCALATED_SAMPLE = 60
 MAX_LAG = timedelta(days=2)
 Z = 1.96
 
-# --- L1 outcomes (§5c) ----------------------------------------------------
+# --- L1 outcomes ------------------------------------------------------------
 AGREE = "AGREE"
 LASTMOD_NEWER = "LASTMOD_NEWER"
 LASTMOD_OLDER = "LASTMOD_OLDER"
@@ -200,7 +157,7 @@ NO_EVIDENCE = "NO_EVIDENCE"
 NO_LASTMOD = "NO_LASTMOD"
 LAGGED = "LAGGED"  # LASTMOD_OLDER, but the page changed after the sitemap was built
 
-# --- verdicts (§0, §5d). TRUSTED needs the L2 recall bound. ---------------
+# --- verdicts. TRUSTED needs the L2 recall bound. ---------------------------
 VERDICTS: tuple[str, ...] = (
     "TRUSTED",
     "PROVISIONAL",
@@ -256,7 +213,8 @@ def _period_end(value: datetime, precision: str) -> datetime:
 
 
 def lastmod_interval(lm: LastMod, tau: timedelta = TAU) -> tuple[datetime, datetime]:
-    """Return the UTC interval ``(t_lo, t_hi)`` a lastmod may stand for (§5).
+    """Return the UTC interval ``(t_lo, t_hi)`` a lastmod may stand for
+    (docs/verification.md, "Lastmod intervals").
 
     A timestamp with a timezone is widened by ±τ, one without by ±14 h ± τ; a
     date covers its whole UTC day (month, year: the whole period) ± 14 h. The
@@ -287,7 +245,8 @@ def lastmod_interval(lm: LastMod, tau: timedelta = TAU) -> tuple[datetime, datet
 
 
 def wilson(successes: int, n: int, z: float = Z) -> tuple[float, float]:
-    """Wilson score interval ``(lower, upper)`` for ``successes`` out of ``n`` (§5b).
+    """Wilson score interval ``(lower, upper)`` for ``successes`` out of ``n``
+    (docs/verification.md, "Wilson bounds").
 
     ``n = 0`` gives ``(0.0, 1.0)``; raises :class:`ValueError` unless
     ``0 <= successes <= n``.
@@ -328,7 +287,8 @@ def _hour_shift(delta_s: float) -> int | None:
 
 @dataclass(frozen=True)
 class SegmentL0:
-    """The single-fetch L0 metrics of one segment (§5a).
+    """The single-fetch L0 metrics of one segment (docs/verification.md, "L0: the
+    dispersion test").
 
     Shares of values are over N_L (``n_lastmod``), except ``coverage`` (over
     N) and ``invalid_share`` (over lastmod values present). Durations are in
@@ -412,9 +372,9 @@ class SegmentL0Accumulator:
     """Stream one segment's lastmods into the L0 metrics, one entry at a time.
 
     Values are kept as 8-byte microsecond counts in one ``array`` per (precision, assumed
-    UTC) pair: a million-URL site costs 8 MB here, where a ``Counter`` of datetimes cost
-    about 100 MB (measured at 1M URLs). ``counts`` rebuilds the distinct-value counts when
-    the metrics are computed, one segment at a time.
+    UTC) pair: a million-URL site costs 8 MB here, about a tenth of a ``Counter`` of
+    datetimes. ``counts`` rebuilds the distinct-value counts when the metrics are computed,
+    one segment at a time.
 
     >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
     >>> acc = SegmentL0Accumulator()
@@ -497,7 +457,7 @@ class SegmentL0Accumulator:
         index_lastmod: datetime | None = None,
         news: bool = False,
     ) -> SegmentL0:
-        """Compute every single-fetch §5a metric at reference time ``t_ref``.
+        """Compute every single-fetch L0 metric at reference time ``t_ref``.
 
         ``t_ref`` is the server clock (``Date`` minus ``Age``); naive datetimes
         are taken to be UTC. ``sitemap_last_modified`` is the sitemap's HTTP
@@ -513,29 +473,7 @@ class SegmentL0Accumulator:
         def share(count: int, total: int = n_l) -> float:
             return count / total if total else 0.0
 
-        # Native granularity: the same instant at the same precision is one value.
-        native: Counter[tuple[datetime, str]] = Counter()
-        by_value: Counter[datetime] = Counter()
-        future = 0
-        tz_votes: Counter[int] = Counter()
-        recency = dict.fromkeys(RECENCY_DELTAS, 0)
-        future_limit = _add(t_ref, FUTURE_SLACK)
-        recency_limit = _add(t_ref, RECENCY_EPSILON)
-        recency_from = {name: _add(t_ref, -delta) for name, delta in RECENCY_DELTAS.items()}
-        for (value, precision, assumed_utc), count in all_counts.items():
-            native[(value, precision)] += count
-            by_value[value] += count
-            lo, _ = _interval(value, precision, assumed_utc)
-            if lo > future_limit:
-                future += count
-                k = _hour_shift((value - t_ref).total_seconds())
-                if k is not None and k > 0:
-                    tz_votes[k] += count
-            if value <= recency_limit:
-                for name, start in recency_from.items():
-                    if value >= start:
-                        recency[name] += count
-
+        native, by_value, future, tz_votes, recency = _spread(all_counts, t_ref)
         mode = max(native.values(), default=0)
         entropy = 0.0
         if n_l > 1:
@@ -545,30 +483,15 @@ class SegmentL0Accumulator:
         centre = None if span is None else span[0] + (span[1] - span[0]) / 2
 
         max_lastmod = max(by_value, default=None)
-        alignment_s = source = gen_alignment_s = None
-        if span is not None:
-            candidates = {
+        alignment_s, source, gen_alignment_s = _alignment(
+            span,
+            {
                 "last_modified": sitemap_last_modified,
                 "index_lastmod": index_lastmod,
                 "max_lastmod": max_lastmod,
-            }
-            for name, t_gen in candidates.items():
-                if t_gen is None:
-                    continue
-                distance = _distance(_utc(t_gen), span)
-                if alignment_s is None or distance < alignment_s:
-                    alignment_s, source = distance, name
-                if name != "max_lastmod" and (
-                    gen_alignment_s is None or distance < gen_alignment_s
-                ):
-                    gen_alignment_s = distance
-
-        tz_k: int | None = None
-        tz_share = 0.0
-        if tz_votes:
-            k, votes = max(tz_votes.items(), key=lambda kv: (kv[1], -kv[0]))
-            if votes >= TZ_CONSISTENT_SHARE * future:
-                tz_k, tz_share = k, votes / future
+            },
+        )
+        tz_k, tz_share = _dominant_shift(tz_votes, future)
 
         return SegmentL0(
             t_ref=t_ref,
@@ -604,6 +527,67 @@ class SegmentL0Accumulator:
             no_tz_share=share(self.n_no_tz),
             burst_share=share(_time_windows(by_value, NEWS_BURST)[0]) if news else None,
         )
+
+
+def _spread(
+    all_counts: Counter[_Key], t_ref: datetime
+) -> tuple[Counter[tuple[datetime, str]], Counter[datetime], int, Counter[int], dict[str, int]]:
+    """One pass over the distinct values: their counts at native granularity (the same
+    instant at the same precision is one value) and by instant, the future values (t_lo
+    after t_ref + 15 min) with their votes for a whole-hour shift k > 0, and the recency
+    counts f(Δ) by Δ."""
+    native: Counter[tuple[datetime, str]] = Counter()
+    by_value: Counter[datetime] = Counter()
+    future = 0
+    tz_votes: Counter[int] = Counter()
+    recency = dict.fromkeys(RECENCY_DELTAS, 0)
+    future_limit = _add(t_ref, FUTURE_SLACK)
+    recency_limit = _add(t_ref, RECENCY_EPSILON)
+    recency_from = {name: _add(t_ref, -delta) for name, delta in RECENCY_DELTAS.items()}
+    for (value, precision, assumed_utc), count in all_counts.items():
+        native[(value, precision)] += count
+        by_value[value] += count
+        lo, _ = _interval(value, precision, assumed_utc)
+        if lo > future_limit:
+            future += count
+            k = _hour_shift((value - t_ref).total_seconds())
+            if k is not None and k > 0:
+                tz_votes[k] += count
+        if value <= recency_limit:
+            for name, start in recency_from.items():
+                if value >= start:
+                    recency[name] += count
+    return native, by_value, future, tz_votes, recency
+
+
+def _alignment(
+    span: tuple[datetime, datetime] | None, candidates: Mapping[str, datetime | None]
+) -> tuple[float | None, str | None, float | None]:
+    """Seconds from the densest window to the nearest generation-time candidate, which
+    one, and the same over the candidates other than ``max_lastmod`` (the external ones:
+    max(lastmod) lies in the cluster whenever the newest entries do)."""
+    alignment_s = source = gen_alignment_s = None
+    if span is None:
+        return None, None, None
+    for name, t_gen in candidates.items():
+        if t_gen is None:
+            continue
+        distance = _distance(_utc(t_gen), span)
+        if alignment_s is None or distance < alignment_s:
+            alignment_s, source = distance, name
+        if name != "max_lastmod" and (gen_alignment_s is None or distance < gen_alignment_s):
+            gen_alignment_s = distance
+    return alignment_s, source, gen_alignment_s
+
+
+def _dominant_shift(tz_votes: Counter[int], future: int) -> tuple[int | None, float]:
+    """The whole-hour shift k that explains at least half of the future values, with
+    that share; (None, 0.0) without one."""
+    if tz_votes:
+        k, votes = max(tz_votes.items(), key=lambda kv: (kv[1], -kv[0]))
+        if votes >= TZ_CONSISTENT_SHARE * future:
+            return k, votes / future
+    return None, 0.0
 
 
 def _interval(
@@ -671,12 +655,12 @@ def _day_windows(by_value: Counter[datetime]) -> _Windows:
 
 
 def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
-    """Flags raised by the §5a decision rules for one fetch of a segment.
+    """Flags raised by the L0 decision rules for one fetch of a segment.
 
     ``absent``, ``partial``, ``too_few`` (N_L < 20), ``invalid``,
     ``tz_shift:<k>``, ``generation_time_suspected`` and ``clustered_old``.
     The two clustering flags need N_L ≥ 20 and are never raised for news
-    segments. See the module docstring for the exact rules.
+    segments. The exact rules: docs/verification.md, "L0: the dispersion test".
 
     >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
     >>> now = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -703,10 +687,8 @@ def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
         signals.append(f"tz_shift:{l0.tz_shift_k}")
     if l0.news and l0.cluster_centre is not None:
         # News sitemaps cluster by nature (the last 48 hours of articles), so the window
-        # rules do not apply; but distinct articles cannot all carry the same few seconds.
-        # The seed guide's first real failure: every entry stamped with the file's
-        # generation, to the second or within it (a generator that writes each entry's
-        # "now" as it goes spreads them over a few seconds: NEWS_BURST).
+        # rules do not apply; but distinct articles cannot all carry the same few seconds
+        # (a generator that writes each entry's "now" spreads them over a few: NEWS_BURST).
         if (
             l0.n_lastmod >= NEWS_MIN_N_L
             and max(l0.mode_share, l0.burst_share or 0.0) >= GENERATION_WINDOW_SHARE
@@ -740,11 +722,12 @@ def agreement(
     tau: timedelta = TAU,
     built: datetime | None = None,
 ) -> str:
-    """Compare one page's lastmod with its own evidence (§5c).
+    """Compare one page's lastmod with its own evidence (docs/verification.md, "L1: the
+    agreement test").
 
-    ``modified`` is the first usable page evidence in the §5c order
-    (``page_modified``, then HTTP ``Last-Modified``, then htmldate), chosen by
-    the caller; ``published`` is the page's ``datePublished``. Both sides are
+    ``modified`` is the page's usable modification date, chosen by the caller (its
+    declared one, else an HTTP ``Last-Modified`` that is not the render time);
+    ``published`` is the page's ``datePublished``. Both sides are
     widened by :func:`lastmod_interval`. Checked in this order: NO_LASTMOD;
     ``TZ_SHIFT:<k>`` (disjoint intervals, both timestamps, and the lastmod is
     k hours, 1 ≤ |k| ≤ 14, within 2 min, after the evidence); FUTURE (t_lo >
@@ -891,10 +874,11 @@ def static_verdict(
     """Judge a segment from one sitemap fetch (L0) and its sampled pages (L1).
 
     ``outcomes`` are the :func:`agreement` results of the sampled pages. The
-    rules are tried in order: ABSENT, INVALID, TZ_SHIFT, GENERATION_TIME,
-    STALE, OVER_REPORTING, PARTIAL (wrapping the dated subset's PROVISIONAL or
-    UNVERIFIABLE), PROVISIONAL, UNVERIFIABLE. ``TRUSTED`` needs the L2 recall
-    bound (§5d) and is never returned here. ``generation_ruled_out``: the
+    rules are tried in order (``_RULES``): ABSENT, INVALID, TZ_SHIFT, GENERATION_TIME,
+    STALE, OVER_REPORTING; then ``_by_agreement``: PARTIAL (wrapping the dated subset's
+    PROVISIONAL or UNVERIFIABLE), PROVISIONAL, UNVERIFIABLE (docs/verification.md,
+    "Static verdict"). ``TRUSTED`` needs the cross-run recall bound and is never
+    returned here. ``generation_ruled_out``: the
     cross-run history shows the cluster is not moving with each generation.
     ``problems``: how many sampled pages had each page problem (``pagedates``); they are
     kept in the evidence and, where too few pages carry evidence, named in the reason.
@@ -913,68 +897,136 @@ def static_verdict(
     27 of 30 sampled pages agree (Wilson lower bound 0.74 < 0.80)
     escalate the sample to 60 pages.
     """
-    t_ref = _utc(t_ref)
-    signals = l0_signals(l0, t_ref)
-    counts = Counter(outcomes)
-    n_sampled = len(outcomes)
-    n_ev = sum(n for o, n in counts.items() if o in _EVIDENCE or _tz_k(o) is not None)
-    n_unread = sum(n for o, n in counts.items() if o.startswith(_UNREAD))
-    l0_used = {k: v for k, v in l0.as_dict().items() if k in _L0_USED}
-    evidence: dict[str, Any] = {
-        "n_sampled": n_sampled,
-        "n_ev": n_ev,
-        "n_unread": n_unread,
-        **({"page_problems": dict(sorted(problems.items()))} if problems else {}),
-        "counts": dict(sorted(counts.items())),
-        "signals": signals,
-        "l0": l0_used,
-    }
+    sample = _Sample.of(l0, outcomes, t_ref, generation_ruled_out, problems)
+    for rule in _RULES:
+        verdict = rule(sample)
+        if verdict is not None:
+            return verdict
+    return _by_agreement(sample)
 
-    def verdict(name: str, reason: str, **extra: Any) -> Verdict:
-        return Verdict(name, reason, {**evidence, **extra})
 
-    # ABSENT (§5a coverage, §5d)
-    if l0.coverage < ABSENT_COVERAGE:
-        return verdict(
-            "ABSENT",
-            f"Only {l0.n_lastmod} of {l0.n} URLs carry a usable lastmod "
-            f"(coverage {l0.coverage:.2f} < {ABSENT_COVERAGE:.2f}); "
-            "the sitemap serves for discovery only.",
+@dataclass(frozen=True)
+class _Sample:
+    """What the verdict rules read: one fetch's L0 metrics and signals, the outcomes of the
+    sampled pages, and the L1 shares the rules test."""
+
+    l0: SegmentL0
+    t_ref: datetime
+    signals: list[str]
+    counts: Counter[str]
+    problems: Mapping[str, int] | None
+    n_sampled: int
+    n_ev: int  # pages with evidence about their lastmod
+    n_unread: int
+    evidence: dict[str, Any]  # every verdict's evidence starts with this
+    disagreeing: int  # pages with evidence that do not agree
+    tz_counts: Counter[int]  # pages off by k whole hours, by k
+    l1_k: int | None  # the dominant k among the disagreeing pages, if consistent
+    l1_k_count: int
+    l1_tz: bool  # the L1 shift is established (Wilson lower bound >= TZ_MIN_LB)
+    newer: int  # LASTMOD_NEWER pages
+    newer_lb: float
+    suspected: bool  # L0 suspects generation time, and the history does not rule it out
+
+    @classmethod
+    def of(
+        cls,
+        l0: SegmentL0,
+        outcomes: Sequence[str],
+        t_ref: datetime,
+        generation_ruled_out: bool,
+        problems: Mapping[str, int] | None,
+    ) -> _Sample:
+        t_ref = _utc(t_ref)
+        signals = l0_signals(l0, t_ref)
+        counts = Counter(outcomes)
+        n_ev = sum(n for o, n in counts.items() if o in _EVIDENCE or _tz_k(o) is not None)
+        n_unread = sum(n for o, n in counts.items() if o.startswith(_UNREAD))
+        evidence: dict[str, Any] = {
+            "n_sampled": len(outcomes),
+            "n_ev": n_ev,
+            "n_unread": n_unread,
+            **({"page_problems": dict(sorted(problems.items()))} if problems else {}),
+            "counts": dict(sorted(counts.items())),
+            "signals": signals,
+            "l0": {k: v for k, v in l0.as_dict().items() if k in _L0_USED},
+        }
+        # L1 hour shifts: the dominant k among disagreeing pages.
+        disagreeing = n_ev - counts[AGREE]
+        tz_counts: Counter[int] = Counter()
+        for outcome, count in counts.items():
+            k = _tz_k(outcome)
+            if k is not None:
+                tz_counts[k] += count
+        l1_k: int | None = None
+        l1_k_count = 0
+        if tz_counts:
+            l1_k, l1_k_count = max(tz_counts.items(), key=lambda kv: (kv[1], -abs(kv[0]), kv[0]))
+            if l1_k_count < TZ_CONSISTENT_SHARE * disagreeing:
+                l1_k, l1_k_count = None, 0
+        newer = counts[LASTMOD_NEWER]
+        return cls(
+            l0=l0,
+            t_ref=t_ref,
+            signals=signals,
+            counts=counts,
+            problems=problems,
+            n_sampled=len(outcomes),
+            n_ev=n_ev,
+            n_unread=n_unread,
+            evidence=evidence,
+            disagreeing=disagreeing,
+            tz_counts=tz_counts,
+            l1_k=l1_k,
+            l1_k_count=l1_k_count,
+            l1_tz=l1_k is not None and wilson(l1_k_count, n_ev)[0] >= TZ_MIN_LB,
+            newer=newer,
+            newer_lb=wilson(newer, n_ev)[0],
+            # Earlier fetches can rule the signature out: a cluster that did not move on
+            # two fetches in a row is a deploy or import stamp, not the generation time.
+            suspected="generation_time_suspected" in signals and not generation_ruled_out,
         )
 
-    # L1 hour shifts: the dominant k among disagreeing pages (§5c).
-    disagreeing = n_ev - counts[AGREE]
-    tz_counts: Counter[int] = Counter()
-    for outcome, count in counts.items():
-        k = _tz_k(outcome)
-        if k is not None:
-            tz_counts[k] += count
-    l1_k: int | None = None
-    l1_k_count = 0
-    if tz_counts:
-        l1_k, l1_k_count = max(tz_counts.items(), key=lambda kv: (kv[1], -abs(kv[0]), kv[0]))
-        if l1_k_count < TZ_CONSISTENT_SHARE * disagreeing:
-            l1_k, l1_k_count = None, 0
-    l1_tz = l1_k is not None and wilson(l1_k_count, n_ev)[0] >= TZ_MIN_LB
-    l0_tz = any(s.startswith("tz_shift:") for s in signals)
+    def verdict(self, name: str, reason: str, **extra: Any) -> Verdict:
+        return Verdict(name, reason, {**self.evidence, **extra})
 
-    # INVALID (§5d)
+
+def _absent(s: _Sample) -> Verdict | None:
+    """ABSENT: too few URLs carry a usable lastmod to judge anything."""
+    l0 = s.l0
+    if l0.coverage >= ABSENT_COVERAGE:
+        return None
+    return s.verdict(
+        "ABSENT",
+        f"Only {l0.n_lastmod} of {l0.n} URLs carry a usable lastmod "
+        f"(coverage {l0.coverage:.2f} < {ABSENT_COVERAGE:.2f}); "
+        "the sitemap serves for discovery only.",
+    )
+
+
+def _invalid(s: _Sample) -> Verdict | None:
+    """INVALID: unparseable values, or future ones no whole-hour offset explains."""
+    l0 = s.l0
     if l0.invalid_share > INVALID_SHARE:
-        return verdict(
+        return s.verdict(
             "INVALID",
             f"{l0.n_invalid} of {l0.n_invalid + l0.n_lastmod} lastmod values are unparseable "
             f"({_pct(l0.invalid_share)} > {_pct(INVALID_SHARE)}).",
         )
-    if l0.future_share > FUTURE_SHARE and l0.tz_shift_k is None and not l1_tz:
-        return verdict(
+    if l0.future_share > FUTURE_SHARE and l0.tz_shift_k is None and not s.l1_tz:
+        return s.verdict(
             "INVALID",
             f"{_pct(l0.future_share)} of lastmod values lie more than 15 minutes after the "
             f"server clock (> {_pct(FUTURE_SHARE)}) with no consistent whole-hour offset.",
         )
+    return None
 
-    # TZ_SHIFT (§5a hour multiples, §5c)
-    if l0_tz and l0.tz_shift_k is not None:
-        return verdict(
+
+def _tz_shift(s: _Sample) -> Verdict | None:
+    """TZ_SHIFT: future values (L0) or disagreeing pages (L1) off by whole hours."""
+    l0 = s.l0
+    if any(sig.startswith("tz_shift:") for sig in s.signals) and l0.tz_shift_k is not None:
+        return s.verdict(
             "TZ_SHIFT",
             f"{_pct(l0.future_share)} of lastmod values are in the future, "
             f"{_pct(l0.tz_shift_share)} of those by {l0.tz_shift_k} h within 2 minutes; "
@@ -982,120 +1034,118 @@ def static_verdict(
             k=l0.tz_shift_k,
             source="L0",
         )
-    if l1_tz and l1_k is not None:
-        lo = wilson(l1_k_count, n_ev)[0]
-        return verdict(
+    if s.l1_tz and s.l1_k is not None:
+        lo = wilson(s.l1_k_count, s.n_ev)[0]
+        return s.verdict(
             "TZ_SHIFT",
-            f"{l1_k_count} of {disagreeing} disagreeing pages ({l1_k_count} of {n_ev} with "
-            f"evidence, Wilson lower bound {lo:.2f} >= {TZ_MIN_LB:.2f}) are off by "
-            f"{l1_k:+d} h; correct by {-l1_k:+d} h and re-test.",
-            k=l1_k,
+            f"{s.l1_k_count} of {s.disagreeing} disagreeing pages ({s.l1_k_count} of {s.n_ev} "
+            f"with evidence, Wilson lower bound {lo:.2f} >= {TZ_MIN_LB:.2f}) are off by "
+            f"{s.l1_k:+d} h; correct by {-s.l1_k:+d} h and re-test.",
+            k=s.l1_k,
             source="L1",
-            bound=_bound("TZ_SHIFT", l1_k_count, n_ev, TZ_MIN_LB),
+            bound=_bound("TZ_SHIFT", s.l1_k_count, s.n_ev, TZ_MIN_LB),
         )
+    return None
 
-    newer = counts[LASTMOD_NEWER]
-    newer_lb = wilson(newer, n_ev)[0]
-    # Earlier fetches can rule the signature out: a cluster that did not move on two
-    # fetches in a row is a deploy or import stamp, not the generation time (§5a).
-    suspected = "generation_time_suspected" in signals and not generation_ruled_out
 
-    # GENERATION_TIME, suspected (§5a + §5c; confirmation needs L2)
-    if suspected and (newer_lb >= OVER_REPORTING_LB or n_ev < MIN_N_EV):
-        assert l0.cluster_centre is not None
-        age_h = (t_ref - l0.cluster_centre).total_seconds() / 3600
-        side = "before" if age_h >= 0 else "after"
-        l0_part = (
-            f"{_pct(l0.window_share)} of {l0.n_lastmod} lastmods fall in one "
-            f"{l0.window} window centred {abs(age_h):.1f} h {side} the server clock"
-        )
-        if n_ev < MIN_N_EV:
-            return verdict(
-                "GENERATION_TIME",
-                f"{l0_part}, and only {n_ev} sampled pages carry evidence (< {MIN_N_EV}): "
-                "suspected from the sitemap alone, unconfirmed.",
-                basis="L0",
-                confirmed=False,
-            )
-        return verdict(
+def _generation_time(s: _Sample) -> Verdict | None:
+    """GENERATION_TIME, suspected: the L0 signature, with pages whose lastmod is ahead of
+    them or too few pages to say otherwise (confirmation needs the cross-run history)."""
+    l0, n_ev = s.l0, s.n_ev
+    if not (s.suspected and (s.newer_lb >= OVER_REPORTING_LB or n_ev < MIN_N_EV)):
+        return None
+    assert l0.cluster_centre is not None
+    age_h = (s.t_ref - l0.cluster_centre).total_seconds() / 3600
+    side = "before" if age_h >= 0 else "after"
+    l0_part = (
+        f"{_pct(l0.window_share)} of {l0.n_lastmod} lastmods fall in one "
+        f"{l0.window} window centred {abs(age_h):.1f} h {side} the server clock"
+    )
+    if n_ev < MIN_N_EV:
+        return s.verdict(
             "GENERATION_TIME",
-            f"{l0_part}, and {newer} of {n_ev} sampled pages have an older modification date "
-            f"than the lastmod (Wilson lower bound {newer_lb:.2f} >= {OVER_REPORTING_LB:.2f}).",
-            basis="L0+L1",
+            f"{l0_part}, and only {n_ev} sampled pages carry evidence (< {MIN_N_EV}): "
+            "suspected from the sitemap alone, unconfirmed.",
+            basis="L0",
             confirmed=False,
-            bound=_bound(LASTMOD_NEWER, newer, n_ev, OVER_REPORTING_LB),
         )
+    return s.verdict(
+        "GENERATION_TIME",
+        f"{l0_part}, and {s.newer} of {n_ev} sampled pages have an older modification date "
+        f"than the lastmod (Wilson lower bound {s.newer_lb:.2f} >= {OVER_REPORTING_LB:.2f}).",
+        basis="L0+L1",
+        confirmed=False,
+        bound=_bound(LASTMOD_NEWER, s.newer, n_ev, OVER_REPORTING_LB),
+    )
 
-    # STALE (§5c)
+
+def _stale(s: _Sample) -> Verdict | None:
+    """STALE: enough pages were modified after their lastmod (or it is their publication
+    date) for the lower bound of that share to pass ``STALE_LB``."""
+    counts, n_ev = s.counts, s.n_ev
     older = counts[LASTMOD_OLDER] + counts[PUBDATE_AS_LASTMOD]
     older_lb = wilson(older, n_ev)[0]
-    if n_ev and older_lb >= STALE_LB:
-        return verdict(
-            "STALE",
-            f"{older} of {n_ev} sampled pages were modified after their lastmod "
-            f"({counts[PUBDATE_AS_LASTMOD]} with lastmod = datePublished; "
-            f"Wilson lower bound {older_lb:.2f} >= {STALE_LB:.2f}).",
-            bound=_bound("LASTMOD_OLDER+PUBDATE_AS_LASTMOD", older, n_ev, STALE_LB),
-        )
+    if not (n_ev and older_lb >= STALE_LB):
+        return None
+    return s.verdict(
+        "STALE",
+        f"{older} of {n_ev} sampled pages were modified after their lastmod "
+        f"({counts[PUBDATE_AS_LASTMOD]} with lastmod = datePublished; "
+        f"Wilson lower bound {older_lb:.2f} >= {STALE_LB:.2f}).",
+        bound=_bound("LASTMOD_OLDER+PUBDATE_AS_LASTMOD", older, n_ev, STALE_LB),
+    )
 
-    # OVER_REPORTING (§5c): lastmod ahead of the pages, no generation-time signature
-    if n_ev and newer_lb >= OVER_REPORTING_LB and not suspected:
-        return verdict(
-            "OVER_REPORTING",
-            f"{newer} of {n_ev} sampled pages have an older modification date than the lastmod "
-            f"(Wilson lower bound {newer_lb:.2f} >= {OVER_REPORTING_LB:.2f}) and the sitemap "
-            "shows no generation-time signature.",
-            bound=_bound(LASTMOD_NEWER, newer, n_ev, OVER_REPORTING_LB),
-        )
 
-    # PROVISIONAL / UNVERIFIABLE of the dated values (§5c)
-    agreeing = counts[AGREE] + (tz_counts[l1_k] if l1_k is not None else 0)
+def _over_reporting(s: _Sample) -> Verdict | None:
+    """OVER_REPORTING: lastmod ahead of the pages, with no generation-time signature."""
+    if not (s.n_ev and s.newer_lb >= OVER_REPORTING_LB and not s.suspected):
+        return None
+    return s.verdict(
+        "OVER_REPORTING",
+        f"{s.newer} of {s.n_ev} sampled pages have an older modification date than the "
+        f"lastmod (Wilson lower bound {s.newer_lb:.2f} >= {OVER_REPORTING_LB:.2f}) and the "
+        "sitemap shows no generation-time signature.",
+        bound=_bound(LASTMOD_NEWER, s.newer, s.n_ev, OVER_REPORTING_LB),
+    )
+
+
+#: The red-flag and failure-mode rules of :func:`static_verdict`, in the order they are
+#: tried; the first that applies gives the verdict, else :func:`_by_agreement` does.
+_RULES = (_absent, _invalid, _tz_shift, _generation_time, _stale, _over_reporting)
+
+
+def _by_agreement(s: _Sample) -> Verdict:
+    """No failure mode: PROVISIONAL when the pages agree, else UNVERIFIABLE (or, once the
+    sample cannot grow, the two-population OVER_REPORTING); PARTIAL around PROVISIONAL and
+    UNVERIFIABLE when too few URLs carry a lastmod: the dated subset is judged, the rest
+    is scheduled as untrusted."""
+    l0, counts, n_ev = s.l0, s.counts, s.n_ev
+    agreeing = counts[AGREE] + (s.tz_counts[s.l1_k] if s.l1_k is not None else 0)
     lo, hi = wilson(agreeing, n_ev)
     bound = _bound("AGREE+TZ_corrected", agreeing, n_ev, PROVISIONAL_LB)
     corrected = (
-        f" (incl. {agreeing - counts[AGREE]} after a {l1_k:+d} h correction)"
-        if (l1_k is not None and agreeing > counts[AGREE])
+        f" (incl. {agreeing - counts[AGREE]} after a {s.l1_k:+d} h correction)"
+        if (s.l1_k is not None and agreeing > counts[AGREE])
         else ""
     )
+    extra: dict[str, Any] = {}
     if n_ev >= MIN_N_EV and lo >= PROVISIONAL_LB:
         name = "PROVISIONAL"
         reason = (
             f"{agreeing} of {n_ev} sampled pages agree{corrected} "
             f"(Wilson lower bound {lo:.2f} >= {PROVISIONAL_LB:.2f})."
         )
-        extra: dict[str, Any] = {}
     elif n_ev < MIN_N_EV:
         name = "UNVERIFIABLE"
-        unread = f", {n_unread} could not be read" if n_unread else ""
-        if problems:
-            unread += "".join(
-                f", {count} {_PROBLEM_TEXT.get(name, name)}"
-                for name, count in sorted(problems.items(), key=lambda kv: (-kv[1], kv[0]))
-            )
-        undated = counts[NO_LASTMOD]
-        of = f"{n_sampled - undated} sampled pages" + (" with a lastmod" if undated else "")
-        reason = f"Only {n_ev} of {of} carry page evidence (< {MIN_N_EV}{unread})."
-        extra = {"escalate": n_sampled < min(ESCALATED_SAMPLE, l0.n)}
+        reason = _too_little_evidence(s)
+        extra = {"escalate": s.n_sampled < min(ESCALATED_SAMPLE, l0.n)}
     else:
         name = "UNVERIFIABLE"
-        escalate = hi >= PROVISIONAL_LB and n_sampled < min(ESCALATED_SAMPLE, l0.n)
-        safe = agreeing + newer
-        safe_lo = wilson(safe, n_ev)[0]
-        if not escalate and safe_lo >= PROVISIONAL_LB and newer_lb >= STALE_LB:
-            # Two populations, neither alone over its bar: pages whose lastmod agrees and
-            # pages whose lastmod is ahead of them (a template or cron bump since their
-            # last edit), and next to none behind. Such a lastmod moves more often than
-            # the pages but never stays put when they change: it over-reports (ours).
-            return verdict(
-                "OVER_REPORTING",
-                f"{agreeing} of {n_ev} sampled pages agree{corrected} and {newer} have an "
-                f"older modification date than the lastmod: {safe} of {n_ev} show no change "
-                f"after their lastmod (Wilson lower bound {safe_lo:.2f} >= "
-                f"{PROVISIONAL_LB:.2f}; ahead of the page: {newer_lb:.2f} >= "
-                f"{STALE_LB:.2f}), so lastmod moves more often than the pages but does not "
-                "miss their changes.",
-                bound=_bound("AGREE+TZ_corrected+LASTMOD_NEWER", safe, n_ev, PROVISIONAL_LB),
-            )
+        escalate = hi >= PROVISIONAL_LB and s.n_sampled < min(ESCALATED_SAMPLE, l0.n)
+        if not escalate:
+            two = _two_populations(s, agreeing, corrected)
+            if two is not None:
+                return two
         tail = (
             f"; escalate the sample to {ESCALATED_SAMPLE} pages."
             if escalate
@@ -1106,10 +1156,8 @@ def static_verdict(
             f"(Wilson lower bound {lo:.2f} < {PROVISIONAL_LB:.2f}){tail}"
         )
         extra = {"escalate": escalate}
-
-    # PARTIAL (§5a): judge the dated subset, schedule the rest as untrusted.
     if l0.coverage < PARTIAL_COVERAGE:
-        return verdict(
+        return s.verdict(
             "PARTIAL",
             f"Only {l0.n_lastmod} of {l0.n} URLs ({_pct(l0.coverage)}) carry a lastmod; "
             f"the dated subset is {name}: {reason[0].lower()}{reason[1:]}",
@@ -1118,9 +1166,45 @@ def static_verdict(
             subset_reason=reason,
             **extra,
         )
-    # TRUSTED hook: needs L2 (R_lo >= 0.9 with enough TP, §5d); promote from
-    # PROVISIONAL there, never from a single fetch.
-    return verdict(name, reason, bound=bound, **extra)
+    # TRUSTED needs the cross-run recall bound: it is promoted from PROVISIONAL there,
+    # never from a single fetch.
+    return s.verdict(name, reason, bound=bound, **extra)
+
+
+def _too_little_evidence(s: _Sample) -> str:
+    """UNVERIFIABLE's reason when fewer than ``MIN_N_EV`` pages carry evidence: how many
+    could not be read, and the page problems of the others."""
+    unread = f", {s.n_unread} could not be read" if s.n_unread else ""
+    if s.problems:
+        unread += "".join(
+            f", {count} {_PROBLEM_TEXT.get(name, name)}"
+            for name, count in sorted(s.problems.items(), key=lambda kv: (-kv[1], kv[0]))
+        )
+    undated = s.counts[NO_LASTMOD]
+    of = f"{s.n_sampled - undated} sampled pages" + (" with a lastmod" if undated else "")
+    return f"Only {s.n_ev} of {of} carry page evidence (< {MIN_N_EV}{unread})."
+
+
+def _two_populations(s: _Sample, agreeing: int, corrected: str) -> Verdict | None:
+    """OVER_REPORTING from two populations, neither alone over its bar: pages whose lastmod
+    agrees and pages whose lastmod is ahead of them (a template or cron bump since their
+    last edit), and next to none behind. Such a lastmod moves more often than the pages
+    but never stays put when they change."""
+    n_ev, newer = s.n_ev, s.newer
+    safe = agreeing + newer
+    safe_lo = wilson(safe, n_ev)[0]
+    if not (safe_lo >= PROVISIONAL_LB and s.newer_lb >= STALE_LB):
+        return None
+    return s.verdict(
+        "OVER_REPORTING",
+        f"{agreeing} of {n_ev} sampled pages agree{corrected} and {newer} have an "
+        f"older modification date than the lastmod: {safe} of {n_ev} show no change "
+        f"after their lastmod (Wilson lower bound {safe_lo:.2f} >= "
+        f"{PROVISIONAL_LB:.2f}; ahead of the page: {s.newer_lb:.2f} >= "
+        f"{STALE_LB:.2f}), so lastmod moves more often than the pages but does not "
+        "miss their changes.",
+        bound=_bound("AGREE+TZ_corrected+LASTMOD_NEWER", safe, n_ev, PROVISIONAL_LB),
+    )
 
 
 def outcome_counts(outcomes: Iterable[str]) -> dict[str, int]:
