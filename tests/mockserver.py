@@ -16,7 +16,8 @@ knows its URL::
         urlopen(srv.url("/sitemap.xml"))
         assert srv.requests() == ["/sitemap.xml"]
 
-Static files are served from ROOT. Text-like files (``.xml .txt .html .htm .rss
+Static files are served from ROOT; a ``ROOT/_redirects`` file (lines ``/from /to [CODE]``,
+as on static hosts) redirects those paths (301 by default). Text-like files (``.xml .txt .html .htm .rss
 .atom .json``) get the placeholders ``{base}`` (``http://127.0.0.1:PORT``) and
 ``{alt}`` (``http://localhost:PORT``, the same server under a second host name)
 replaced, byte-wise. Static responses carry ``Date``, ``Last-Modified`` (file mtime)
@@ -428,7 +429,23 @@ class MockRequestHandler(BaseHTTPRequestHandler):
                 raise HTTPError(404, f"no such endpoint: /_/{parts[1]}")
             handler(parts[2:], query)
             return
+        moved = self._redirects().get(raw_path)
+        if moved is not None:
+            self._redirect(moved[1], self.server.base + moved[0])
+            return
         self._send_doc(self._load(parts), conditional=True)
+
+    def _redirects(self) -> dict[str, tuple[str, int]]:
+        """``ROOT/_redirects``: path -> (target path, status)."""
+        rules = self.server.root / "_redirects"
+        if not rules.is_file():
+            return {}
+        found = {}
+        for line in rules.read_text(encoding="utf-8").splitlines():
+            fields = line.split()
+            if len(fields) >= 2:
+                found[fields[0]] = (fields[1], int(fields[2]) if len(fields) > 2 else 301)
+        return found
 
     # -- responses --------------------------------------------------------------------------
 

@@ -749,10 +749,11 @@ async def test_a_cluster_that_stays_put_is_a_stamp_not_the_generation_time(
 ) -> None:
     """The pages' lastmods all share one recent stamp, older than the pages' own dates say:
     from one fetch that looks like the generation time; when the next fetches show the
-    cluster does not move, it is a deploy stamp (§5a). Newer than the pages, it is a safe
-    filter only if no change lands between two stamps, which only the audit can show: held
-    as UNVERIFIABLE until it has seen 60 pages without a miss (``test_crossrun`` shows the
-    release; here every run is within the stamp's hour, so no fetch is an audit)."""
+    cluster does not move, it is a deploy stamp (docs/verification.md, "L0"). Newer than
+    the pages, it is a safe filter only if no change lands between two stamps, which only
+    the audit can show: held as UNVERIFIABLE until it has seen 60 pages without a miss
+    (``test_crossrun`` shows the release; here every run is within the stamp's hour, so
+    no fetch is an audit)."""
     _, server = site
     state = tmp_path / "state.sqlite"
     seen = []

@@ -7,7 +7,7 @@ generated from ``history`` (up to :data:`HISTORY_DAYS` before ``T0``) to
 :data:`HORIZON_DAYS` after it, so a site does not depend on how many days a
 benchmark runs: ``Site(archetype, seed, n_pages)`` is the whole truth.
 
-Per page (design note §5f):
+Per page:
 
 * significant edits: a Poisson process of rate λᵢ, λ drawn from a lognormal
   (median 1/60 per day, sigma = 1.5, capped at 2 per day); 5 % "hot" pages at
@@ -45,7 +45,7 @@ RUN_HOUR = 6
 HISTORY_DAYS = 730
 HORIZON_DAYS = 90
 END = T0 + HORIZON_DAYS * DAY
-#: The lastmod interval's slack for a timestamp with a time zone (design §5, τ).
+#: The lastmod interval's slack for a timestamp with a time zone ("Lastmod intervals").
 TAU = HOUR
 #: Widening of a date-only value (any UTC offset is possible).
 TZ_SLACK = 14 * HOUR
@@ -90,7 +90,7 @@ class SegmentSpec:
 
 @dataclass(frozen=True)
 class Archetype:
-    """How a site reports modification dates (one row of the design note's §5f table)."""
+    """How a site reports modification dates (one archetype of the simulated web)."""
 
     name: str
     description: str
@@ -614,7 +614,8 @@ class Site:
         return iso(value, z=form == "tsz")
 
     def lastmod_upper(self, page: Page, value: float) -> float:
-        """Upper bound of the lastmod interval (design §5): what ``naive_granular`` compares."""
+        """Upper bound of the lastmod interval (docs/verification.md): what ``naive_granular``
+        compares."""
         if np.isnan(value):
             return float("nan")
         if self.lastmod_format(page) == "date":

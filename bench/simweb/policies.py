@@ -11,11 +11,11 @@ live version of every page.
 * ``naive_trust``: a URL whose raw lastmod differs from the one at its last
   fetch, or that has no lastmod, or was never fetched;
 * ``naive_granular``: as ``naive_trust``, plus "the lastmod interval's upper
-  bound is after the last fetch" (design §5d ΔL: date-only values work);
+  bound is after the last fetch" (date-only values work);
 * ``poisson_only(θ)``: fetch when ``1 - exp(-λ̂ Δt) ≥ θ`` (or after
   :data:`MAX_AGE_DAYS`), λ̂ the irregular-interval incomplete-observation MLE
-  (design §2.2, Kolobov et al. 2019 Eq. 10; θ from 0.05 to 0.95) with one pseudo changed and one
-  pseudo unchanged interval of half a day, bounded to [0.0005, 7] per day and
+  ("Change rates"; Kolobov et al. 2019 Eq. 10; θ from 0.05 to 0.95) with one pseudo
+  changed and one pseudo unchanged interval of half a day, bounded to [0.0005, 7] per day and
   solved by bisection for all pages at once (θ every 0.05 draws the frontier);
 * ``oracle``: exactly the pages whose live version differs from the captured
   one (new pages included): zero staleness at run granularity with the fewest

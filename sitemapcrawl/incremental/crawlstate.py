@@ -199,7 +199,7 @@ class CrawlState:
         reach ``PANEL_AUDITS``: with the audit, the random observations that catch a
         lastmod which stays put while pages change (the issue's "fixed panel re-fetched
         every run"). Past that, a miss rate of 5 % would have shown with 95 % power (59
-        audits: docs/verification.md, "Audits and the panel"), and the audit alone goes on;
+        audits: docs/verification.md, "Audit"), and the audit alone goes on;
         TRUSTED segments rely on it too."""
         standing = self.segments.get(segment)
         if standing is None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["GENERATION_CONFIRM", "SegmentJudgement"]
 
 #: Consecutive fetches on which a generation-time cluster must move to be confirmed
-#: (docs/verification.md, "Generation time").
+#: (docs/verification.md, "L0: the dispersion test").
 GENERATION_CONFIRM = 3
 #: Share of a segment's lastmods in one 10-minute window that makes them one stamp.
 STAMP_SHARE = 0.9

@@ -26,10 +26,10 @@ if TYPE_CHECKING:
 __all__ = ["RANDOM_REASONS", "PageObservations"]
 
 #: Page fetches chosen independently of how the page changes: they estimate the miss rate
-#: (§5d). The sample, the panel and the audit are drawn at random; ``no_history`` is every
-#: URL of an untrusted segment fetched once so far (on a second run, the whole segment: a
-#: census, the best audit there is). ``poisson`` is not: it picks the pages that change
-#: most, and would overstate the misses.
+#: (docs/verification.md, "Audit"). The sample, the panel and the audit are drawn at
+#: random; ``no_history`` is every URL of an untrusted segment fetched once so far (on a
+#: second run, the whole segment: a census, the best audit there is). ``poisson`` is
+#: not: it picks the pages that change most, and would overstate the misses.
 RANDOM_REASONS = frozenset({"sample", "panel", "audit", "no_history"})
 
 

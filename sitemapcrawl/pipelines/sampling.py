@@ -182,8 +182,7 @@ class PageSamplingPipeline:
     def _sampler_due(self, record: SegmentRecord) -> bool:
         """Whether a segment's pages are offered to a sampler on this run: always without
         the state file; else when its standing verdict is due to be re-sampled, or its
-        panel to be re-fetched for the cross-run score (docs/verification.md, "Audits and
-        the panel")."""
+        panel to be re-fetched for the cross-run score (docs/verification.md, "Audit")."""
         state = self.context.state
         if state is None:
             return True

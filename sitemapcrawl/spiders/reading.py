@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.spiders.discoverylog import DiscoveryLog
     from sitemapcrawl.spiders.frontier import SitemapFrontier, SitemapTask
 
-__all__ = ["SitemapReading", "file_limits", "filtered_entries", "first_segment"]
+__all__ = ["SitemapReading", "file_limits", "filtered_entries", "first_segment", "received_body"]
 
 #: Kinds of documents read as sitemaps; anything else is a fault (or a guess that missed).
 _SITEMAP_KINDS = ("urlset", "sitemapindex", "text", "rss", "atom", "xml")
@@ -173,7 +173,7 @@ class SitemapReading:
                 return
             yield from self._replay.not_modified(response, task)
             return
-        body = self._body(response, task)
+        body = received_body(response, task, self._log, self._maxsize, self._read_deadline)
         reader = SitemapReader(
             body,
             response.url,
@@ -206,32 +206,6 @@ class SitemapReading:
         if why == "duplicate" and task.probe:
             self._found_probes.add(task.url)
         return False
-
-    def _body(self, response: Response, task: SitemapTask) -> bytes:
-        """The body to parse: what arrived, exactly up to the size cap where the download
-        guard stopped it; a stopped or cut download is logged, and read all the same."""
-        body = response.body
-        log, site = self._log, task.site
-        if "download_stopped" in response.flags:
-            if response.meta.get(meta.STOPPED) == "too_slow":
-                log.inc(site, "errors/too_slow_count")
-                message = (
-                    f"download still running after {self._read_deadline:.0%} of its timeout "
-                    f"({len(body)} bytes); stopped, reading what arrived"
-                )
-                log.log_once("too_slow", task.url, message, site)
-            else:
-                # Read exactly up to the cap, wherever the network cut the last chunk.
-                body = body[: self._maxsize]
-                log.inc(site, "errors/too_large_count")
-                message = f"download stopped at {self._maxsize} bytes; reading what arrived"
-                log.log_once("too_large", task.url, message, site)
-        if "dataloss" in response.flags:
-            log.inc(site, "errors/dataloss_count")
-            log.log_once(
-                "dataloss", task.url, "connection lost mid-body; reading what arrived", site
-            )
-        return body
 
     def _readable(self, reader: SitemapReader, kind: str, task: SitemapTask, status: int) -> bool:
         """Whether the document is a sitemap (counted by kind); a guess that is not is a
@@ -532,3 +506,30 @@ def filtered_entries(
         if entry is None or entry.loc != d.get("loc"):
             entry = UrlEntry(str(d["loc"]))
         yield entry
+
+
+def received_body(
+    response: Response, task: SitemapTask, log: DiscoveryLog, maxsize: int, deadline: float
+) -> bytes:
+    """The body to parse: what arrived, exactly up to the size cap where the download
+    guard stopped it; a stopped or cut download is logged, and read all the same."""
+    body = response.body
+    site = task.site
+    if "download_stopped" in response.flags:
+        if response.meta.get(meta.STOPPED) == "too_slow":
+            log.inc(site, "errors/too_slow_count")
+            message = (
+                f"download still running after {deadline:.0%} of its timeout "
+                f"({len(body)} bytes); stopped, reading what arrived"
+            )
+            log.log_once("too_slow", task.url, message, site)
+        else:
+            # Read exactly up to the cap, wherever the network cut the last chunk.
+            body = body[:maxsize]
+            log.inc(site, "errors/too_large_count")
+            message = f"download stopped at {maxsize} bytes; reading what arrived"
+            log.log_once("too_large", task.url, message, site)
+    if "dataloss" in response.flags:
+        log.inc(site, "errors/dataloss_count")
+        log.log_once("dataloss", task.url, "connection lost mid-body; reading what arrived", site)
+    return body
