@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from sitemapcrawl.sitemaps import Limits, SitemapReader, UrlEntry, dates
+from sitemapcrawl.sitemaps.errors import EntryFault
 from tests.conftest import CONFORMANCE, DATA
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -200,6 +201,14 @@ SNIPPETS = [
     b' xmlns:q="urn:q"',
     b" q:a='1'",
     b"\xef\xbb\xbf",
+    # issue 22's faults
+    b"\xe2\x80\x8b",
+    b"<URL><LOC>https://x.example/u</LOC></URL>",
+    b"<Loc>https://x.example/l</Loc>",
+    b"<loc>https://x.example/2</loc>",
+    b"<loc>//other.example/x</loc>",
+    b"<lastmod>2024-05-01 10:00</lastmod>",
+    b"<lastmod>May 6, 2024</lastmod>",
 ]
 
 
@@ -326,7 +335,73 @@ def test_a_fault_after_entries_keeps_them_and_says_why() -> None:
     assert reader.parser == "scan+lxml"
     assert reader.scan_stopped == "a character reference to a character XML does not allow"
     assert reader.urls >= 6
-    assert [f.code for f in reader.faults] == ["xml_syntax_error"]
+    # the entry faults of the entries read, then why the rest is not
+    assert [f.code for f in reader.faults if not isinstance(f, EntryFault)] == ["xml_syntax_error"]
+
+
+ISSUE_22 = {
+    # name: (body, what reads it)
+    "bare ampersand": (
+        DOCS["urlset"].replace(b"b?x=1&amp;y=2", b"b?x=1&y=2&z"),
+        "scan+lxml",  # the scanner stops at it: lxml's stream escapes and counts them
+    ),
+    "index with a url": (DOCS["index"], "scan"),
+    "urlset with a sitemap": (
+        DOCS["urlset"].replace(
+            b"</urlset>", b"<sitemap><loc>https://www.example.com/s.xml</loc></sitemap></urlset>"
+        ),
+        "scan",
+    ),
+    "upper-case entry": (
+        DOCS["urlset"]
+        .replace(b"<url><loc>https://www.example.com/g</loc>", b"<URL><LOC>g</LOC>")
+        .replace(b"<lastmod>2030-01-01</lastmod></url>", b"<lastmod>2030-01-01</lastmod></URL>"),
+        "scan",
+    ),
+    "upper-case child": (
+        DOCS["urlset"].replace(b"<loc>https://www.example.com/g</loc>", b"<Loc>g</Loc>"),
+        "scan",
+    ),
+    "two locs": (
+        DOCS["urlset"].replace(
+            b"<loc>https://www.example.com/g</loc>",
+            b"<loc>https://www.example.com/g</loc><loc>https://www.example.com/g2</loc>",
+        ),
+        "scan",
+    ),
+    "invisible and control characters": (
+        DOCS["urlset"]
+        .replace(b"https://www.example.com/g", b"\xe2\x80\x8bhttps://www.example.com/g")
+        .replace(b"https://www.example.com/h", b"https://www.example.com/h&#9;"),
+        "scan",
+    ),
+    "relative to another host": (
+        DOCS["urlset"].replace(b"https://www.example.com/g", b"//other.example/g"),
+        "scan",
+    ),
+    "nonstandard lastmods, repeated": (
+        DOCS["urlset"]
+        .replace(b"2024-05-01T10:00:00+02:00", b"2024-05-01 10:00:00 +02:00")
+        .replace(b"<lastmod>2030-01-01</lastmod>", b"<lastmod>2024-05-01 10:00:00 +02:00</lastmod>")
+        .replace(b"<lastmod>1970-01-01</lastmod>", b"<lastmod>2024-05-01T10:00</lastmod>"),
+        "scan",
+    ),
+    "a raw control character": (
+        DOCS["urlset"].replace(b"example.com/g", b"example.com/\x01g"),
+        "scan+lxml",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_22))
+def test_issue_22_faults_read_the_same_by_both(name: str) -> None:
+    """The rules of issue 22 give the same entries, counts and faults whichever parser
+    reads the body, and the scanner keeps the bodies it can read."""
+    body, parser = ISSUE_22[name]
+    for size in (7, 64, 256 * 1024):
+        reader = same(body, chunk_size=size)
+        assert reader.parser == parser, reader.scan_stopped
+    assert reader.faults or reader.counts["lastmod_nonstandard"], name
 
 
 def test_a_long_entry_goes_to_lxml() -> None:

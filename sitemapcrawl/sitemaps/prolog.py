@@ -17,13 +17,17 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
 __all__ = [
+    "ERROR_ROOTS",
     "LEADING",
     "MAX_PROLOG",
+    "SITEMAP_NAMESPACES",
     "SNIFF_BYTES",
     "Prolog",
     "decode_head",
+    "error_summary",
     "head_complete",
     "root_name",
+    "root_tag",
     "sniff",
     "strip_leading",
     "transcode",
@@ -51,6 +55,20 @@ _ROOT_KIND = {
     "html": "html",
 }
 _HTTP = ("http://", "https://")
+#: The protocol's namespace, and Google's two from before sitemaps.org (read as it is).
+SITEMAP_NAMESPACES: Final = frozenset(
+    (
+        "http://www.sitemaps.org/schemas/sitemap/0.9",
+        "http://www.google.com/schemas/sitemap/0.84",
+        "http://www.google.com/schemas/sitemap/0.9",
+    )
+)
+#: Roots of XML error documents (a storage bucket's ``<Error>``, an API's
+#: ``<ErrorResponse>``), lower-cased: soft 404s in XML.
+ERROR_ROOTS: Final = frozenset(("error", "errors", "errorresponse"))
+_START_TAG = re.compile(r"<([^\s/>]+)([^>]*)>")
+_XMLNS = re.compile(r"""\bxmlns(?::([^\s=]+))?\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+_ERROR_FIELD = re.compile(r"<(?:[\w.\-]+:)?(code|message)\b[^>]*>([^<]{1,200})<", re.IGNORECASE)
 _NAME = re.compile(r"<([A-Za-z_][\w.\-]*:)?([A-Za-z_][\w.\-]*)")
 _XML_DECL = re.compile(rb"<\?xml[ \t\r\n][^<>]{0,512}?\?>")
 _XML_DECL_ENCODING = re.compile(rb"^\s*<\?xml[^>]*\bencoding\s*=", re.IGNORECASE)
@@ -131,6 +149,42 @@ def root_name(text: str) -> str | None:
         return None
     match = _NAME.match(text, found[2])
     return match.group(2).lower() if match else None
+
+
+def root_tag(text: str) -> tuple[str, str | None] | None:
+    """The root element's name as written and its namespace (None: none declared); None
+    when ``text`` does not hold the root's whole start tag.
+
+    >>> root_tag('<?xml version="1.0"?><s:urlset xmlns:s="u" xmlns="v">')
+    ('s:urlset', 'u')
+    >>> root_tag("<URLSET>"), root_tag("<urlset xmlns=")
+    (('URLSET', None), None)
+    """
+    found = _prolog(text)
+    if found is None:
+        return None
+    match = _START_TAG.match(text, found[2])
+    if match is None:
+        return None
+    qname, attrs = match.groups()
+    prefix = qname.rpartition(":")[0]
+    for decl in _XMLNS.finditer(attrs):
+        if (decl.group(1) or "") == prefix:
+            namespace = decl.group(2) if decl.group(2) is not None else decl.group(3)
+            return qname, namespace.strip() or None
+    return qname, None
+
+
+def error_summary(text: str) -> str:
+    """What an XML error document says: its code and message, if it has them.
+
+    >>> error_summary("<Error><Code>NoSuchKey</Code><Message>The key does not exist.</Message>")
+    'NoSuchKey: The key does not exist.'
+    """
+    fields: dict[str, str] = {}
+    for name, value in _ERROR_FIELD.findall(text[:SNIFF_BYTES]):
+        fields.setdefault(name.lower(), value.strip())
+    return ": ".join(v for v in (fields.get("code"), fields.get("message")) if v)
 
 
 def sniff(head: bytes) -> str:

@@ -89,6 +89,7 @@ _ATTR_SPACE_TEXT = str.maketrans("\t\n", "  ")
 #: An image's fields in the images-only text of an entry.
 _IMAGE_FIELD = re.compile(r"<image:(loc|title|caption)>([^<]*)")
 _SIMPLE: dict[tuple[bool, bool], re.Pattern[bytes]] = {}
+_NEVER = re.compile(rb"(?!)").match
 #: Bound here: CPython 3.11 compiles ``NAME.method()`` as an attribute load plus a call of
 #: the bound method when NAME was imported (this one runs at each chunk and odd entry).
 _space = SPACE.match
@@ -322,6 +323,8 @@ class Scan:
         rules = self.rules
         max_urls, max_loc, now = rules.limits.max_urls, rules.limits.max_loc_length, rules.now
         simple = _simple("xhtml" in self._markup.ns, "image" in self._markup.ns).match
+        if rules.index_root:  # a <url> there is a fault (mixed_entries): the rules read it
+            simple = _NEVER
         head = b"\0"  # what the last plain location started with, up to its path
         lastmods, days, changefreqs = self._lastmods, self._days, self._changefreqs
         priorities = self._plain_priorities
@@ -349,7 +352,7 @@ class Scan:
                     loc = loc_b.decode("ascii")  # rules.loc would return it as is
                     relative = False
                 else:
-                    checked, relative = rules.loc(text(loc_b).strip() or None)
+                    checked, relative = rules.loc(text(loc_b) or None)
                     if checked is None:
                         continue
                     loc = checked
@@ -455,8 +458,8 @@ class Scan:
         cache = self._other_lastmods
         if raw in cache:
             lastmod = cache[raw]
-            if lastmod is not None and lastmod.value is None:
-                self.rules.counts["lastmod_invalid"] += 1
+            if lastmod is not None and lastmod.flags:
+                self.rules.tally_lastmod(lastmod)
             return lastmod
         if _LASTMOD_SHAPE.fullmatch(raw) is not None:
             lastmod = self.rules.lastmod(raw.decode("ascii"))
