@@ -83,27 +83,25 @@ class SiteSpec:
 
 def load_sites(path: Path = SITES_FILE) -> list[SiteSpec]:
     data = json.loads(path.read_text(encoding="utf-8"))
-    out = []
-    for raw in data["sites"]:
-        out.append(
-            SiteSpec(
-                name=raw["name"],
-                repo=raw["repo"],
-                branch=raw["branch"],
-                root=raw.get("root", ""),
-                base_url=raw["base_url"],
-                sitemaps=raw["sitemaps"],
-                generator=raw["generator"],
-                generator_version=raw.get("generator_version", ""),
-                aliases=raw.get("aliases", []),
-                deploys=[Deploy(d["commit"], int(d["time"])) for d in raw.get("deploys", [])],
-                labels=raw.get("labels", {}),
-                notes=raw.get("notes", ""),
-                exclude=raw.get("exclude", []),
-                raw=raw,
-            )
+    return [
+        SiteSpec(
+            name=raw["name"],
+            repo=raw["repo"],
+            branch=raw["branch"],
+            root=raw.get("root", ""),
+            base_url=raw["base_url"],
+            sitemaps=raw["sitemaps"],
+            generator=raw["generator"],
+            generator_version=raw.get("generator_version", ""),
+            aliases=raw.get("aliases", []),
+            deploys=[Deploy(d["commit"], int(d["time"])) for d in raw.get("deploys", [])],
+            labels=raw.get("labels", {}),
+            notes=raw.get("notes", ""),
+            exclude=raw.get("exclude", []),
+            raw=raw,
         )
-    return out
+        for raw in data["sites"]
+    ]
 
 
 def select(sites: list[SiteSpec], names: str | None) -> list[SiteSpec]:

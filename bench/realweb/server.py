@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .corpus import SiteSpec
 
 TYPES = {

@@ -50,7 +50,9 @@ DROP = (
 )
 _WS = re.compile(r"\s+")
 WIDGET_HEADING = re.compile(r"related|recommended|random|read next|you may also like", re.I)
-WIDGET = re.compile(r"related|recommend|share|sharing|comment|disqus|toc|pagination|pager|breadcrumb")
+WIDGET = re.compile(
+    r"related|recommend|share|sharing|comment|disqus|toc|pagination|pager|breadcrumb"
+)
 TRUTH_VERSION = 3
 
 
