@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -78,7 +79,11 @@ class SiteSpec:
         return list(dict.fromkeys(origins))
 
     def label(self, segment: str) -> dict[str, Any] | None:
-        return self.labels.get(segment) or self.labels.get("*")
+        """The segment's label (``labels.py``); a percent-encoding difference is forgiven."""
+        found = self.labels.get(segment)
+        if found is None:
+            found = self.labels.get(quote(unquote(segment), safe="/%:@!$&'()*+,;=-._~"))
+        return found or self.labels.get("*")
 
 
 def load_sites(path: Path = SITES_FILE) -> list[SiteSpec]:

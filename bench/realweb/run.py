@@ -387,7 +387,7 @@ def bench_site(spec: corpus.SiteSpec, args: argparse.Namespace, workdir: Path) -
         scored["last_cross_run"] = last.get("cross_run")
         scored["last_samples"] = last.get("samples")
         scored["first_reason"] = records[0].segments.get(s, {}).get("reason")
-        scored["label_reason"] = (spec.label(s) or {}).get("reason")
+        scored["label_note"] = (spec.label(s) or {}).get("note")
         result["segments"][s] = scored
     result["fetches"] = score_fetches(tr, records)
     result["runs"] = [

@@ -53,7 +53,7 @@ WIDGET_HEADING = re.compile(r"related|recommended|random|read next|you may also 
 WIDGET = re.compile(
     r"related|recommend|share|sharing|comment|disqus|toc|pagination|pager|breadcrumb"
 )
-TRUTH_VERSION = 3
+TRUTH_VERSION = 4
 
 
 def main_content(body: bytes, strip_hosts: list[str]) -> tuple[str, list[str]]:
@@ -108,13 +108,23 @@ def _xml(data: bytes) -> Any:
     return etree.fromstring(data, parser)
 
 
-def sitemap_urls(spec: SiteSpec, root: Path) -> dict[str, str | None]:
-    """Page path -> raw lastmod, from the deploy's sitemaps (indexes followed)."""
+def first_segment(path: str) -> str:
+    """The spider's segment of a URL in a top-level sitemap: its first path component."""
+    end = path.find("/", 1)
+    return "/" if end < 0 else path[: end + 1]
+
+
+def sitemap_urls(
+    spec: SiteSpec, root: Path, segments: dict[str, str] | None = None
+) -> dict[str, str | None]:
+    """Page path -> raw lastmod, from the deploy's sitemaps (indexes followed); fills
+    ``segments`` (page path -> the spider's segment: the child sitemap's path for a page of
+    an index's child, else the first path component)."""
     out: dict[str, str | None] = {}
-    todo = [spec.mount + s for s in spec.sitemaps]
+    todo = [(spec.mount + s, 0) for s in spec.sitemaps]
     seen: set[str] = set()
     while todo:
-        path = todo.pop(0)
+        path, depth = todo.pop(0)
         if path in seen:
             continue
         seen.add(path)
@@ -141,9 +151,11 @@ def sitemap_urls(spec: SiteSpec, root: Path) -> dict[str, str | None]:
                 continue
             p = urlsplit(loc).path or "/"
             if kind == "sitemapindex":
-                todo.append(p)
-            else:
-                out.setdefault(p, lastmod)
+                todo.append((p, depth + 1))
+            elif p not in out:
+                out[p] = lastmod
+                if segments is not None:
+                    segments[p] = path if depth else first_segment(p)
     return out
 
 
@@ -154,6 +166,7 @@ class Truth:
     pages: list[str]
     fingerprints: list[dict[str, str | None]]
     lastmods: list[dict[str, str | None]]
+    segments: dict[str, str] = field(default_factory=dict)  # path -> spider's segment
     versions: dict[str, list[int]] = field(default_factory=dict)  # path -> version per deploy
     first_seen: dict[str, list[int]] = field(default_factory=dict)  # path -> deploy of each v
 
@@ -202,6 +215,7 @@ class Truth:
             "pages": self.pages,
             "fingerprints": self.fingerprints,
             "lastmods": self.lastmods,
+            "segments": self.segments,
         }
 
 
@@ -211,11 +225,14 @@ def compute(spec: SiteSpec, roots: list[Path], cache_file: Path | None = None) -
     if cache_file is not None and cache_file.is_file():
         data = json.loads(cache_file.read_text())
         if data.get("version") == TRUTH_VERSION and data.get("key") == key:
-            return Truth(data["pages"], data["fingerprints"], data["lastmods"]).finish()
+            return Truth(
+                data["pages"], data["fingerprints"], data["lastmods"], data["segments"]
+            ).finish()
     hosts = spec.public_origins
     fingerprints, lastmods, pages = [], [], {}
+    segments: dict[str, str] = {}
     for root in roots:
-        listed = sitemap_urls(spec, root)
+        listed = sitemap_urls(spec, root, segments)
         lastmods.append(listed)
         fps: dict[str, str | None] = {}
         for p in listed:
@@ -225,7 +242,7 @@ def compute(spec: SiteSpec, roots: list[Path], cache_file: Path | None = None) -
                 status, file, _ = resolve_path(root, spec.mount, location)
             fps[p] = fingerprint(file.read_bytes(), hosts) if file is not None else None
         fingerprints.append(fps)
-    truth = Truth(list(pages), fingerprints, lastmods).finish()
+    truth = Truth(list(pages), fingerprints, lastmods, segments).finish()
     if cache_file is not None:
         data = truth.to_json()
         data["key"] = key
