@@ -6,9 +6,12 @@ An independent judge (it shares no code with sitemapcrawl's fingerprints): a pag
 ``template``, ``svg``, ``nav``, ``header``, ``footer``, ``aside``, ``form`` and
 ``button``, and elements whose class or id names a widget that a build fills anew
 (related or recommended posts, share buttons, comments, table of contents, pagination,
-breadcrumbs), and the box of a heading that names one ("Random Recommended Posts");
+breadcrumbs, permalink anchors), and the box of a heading that names one ("Random
+Recommended Posts");
 its fingerprint is a hash of the whitespace-normalised text and of the sorted
-links (``<a href>``) inside it, with the site's public origins removed from the links.
+links (``<a href>``) inside it, with the site's public origins removed from the links
+(the text is hashed without any whitespace, its sentences sorted: minifiers drop newlines
+between blocks, and some builds emit the same sections in another order).
 A page changed at deploy k when its fingerprint differs from deploy k-1's.
 
 The pages are the URLs listed in each deploy's sitemaps (an index is followed into its
@@ -49,17 +52,25 @@ DROP = (
     "button",
 )
 _WS = re.compile(r"\s+")
+_SENTENCE = re.compile(r"(?<=[.!?:;\u0964\u3002\uff01\uff1f])\s+")
+#: Zero-width characters, the replacement character and private-use icon glyphs.
+_INVISIBLE = re.compile("[\u200b-\u200f\u2060\ufeff\ufffd\ue000-\uf8ff]")
 WIDGET_HEADING = re.compile(r"related|recommended|random|read next|you may also like", re.I)
 WIDGET = re.compile(
     r"related|recommend|share|sharing|comment|disqus|toc|pagination|pager|breadcrumb"
+    r"|headerlink|hash-link"
 )
-TRUTH_VERSION = 4
+TRUTH_VERSION = 8
 
 
 def main_content(body: bytes, strip_hosts: list[str]) -> tuple[str, list[str]]:
-    """(normalised text, sorted links) of a page's main content."""
+    """(the main content's text nodes, whitespace-normalised, one a line; sorted links)."""
     try:
-        doc = html.fromstring(body)
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None  # let lxml find the charset
+    try:
+        doc = html.fromstring(text if text is not None else body)
     except (etree.ParserError, ValueError):
         return "", []
     for bad in doc.xpath("//comment() | //processing-instruction()"):
@@ -86,16 +97,23 @@ def main_content(body: bytes, strip_hosts: list[str]) -> tuple[str, list[str]]:
                     heading.drop_tree()
                 else:
                     box.drop_tree()
-        texts.append(root.text_content())
+        texts.extend(root.itertext())
         for a in root.xpath(".//a[@href]"):
             links.add(origin.sub("", a.get("href", "").strip()))
-    return _WS.sub(" ", " ".join(texts)).strip(), sorted(links)
+    units = (_WS.sub(" ", _INVISIBLE.sub("", t)).strip() for t in texts)
+    return "\n".join(u for u in units if u), sorted(links)
 
 
 def fingerprint(body: bytes, strip_hosts: list[str]) -> str:
     text, links = main_content(body, strip_hosts)
     h = hashlib.blake2b(digest_size=12)
-    h.update(text.encode("utf-8", "surrogateescape"))
+    # Whitespace is left out (a minifier that drops the newline between two paragraphs
+    # changes no content) and the sentences are sorted (a generator that emits sections in
+    # a different order on each build, as Hugo does for hugo-toha's /bn/, changes none).
+    sentences = sorted(
+        _WS.sub("", part) for line in text.split("\n") for part in _SENTENCE.split(line)
+    )
+    h.update("\n".join(sentences).encode("utf-8", "surrogateescape"))
     h.update(b"\x00")
     h.update("\n".join(links).encode("utf-8", "surrogateescape"))
     return h.hexdigest()
