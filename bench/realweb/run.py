@@ -212,23 +212,28 @@ def runs_to_stay(ok: list[bool]) -> int | None:
 
 
 def score_segment(label: dict[str, Any] | None, verdicts: list[str | None]) -> dict[str, Any]:
+    """Scores over the runs where the segment exists (from its first verdict to its last:
+    a category a site adds or removes is judged while it is there)."""
     ok_set = accepted(label)
     truth_v = label["verdict"] if label else None
-    right = [v in ok_set for v in verdicts]
+    present = [k for k, v in enumerate(verdicts) if v is not None]
+    span = verdicts[present[0] : present[-1] + 1] if present else []
+    right = [v in ok_set for v in span]
     stay = runs_to_stay(right)
     return {
         "label": truth_v,
         "accept": sorted(ok_set),
         "verdicts": verdicts,
-        "final": verdicts[-1] if verdicts else None,
+        "runs_present": len(span),
+        "final": span[-1] if span else None,
         "right_final": bool(right and right[-1]),
-        "strict_final": bool(verdicts and verdicts[-1] == truth_v),
+        "strict_final": bool(span and span[-1] == truth_v),
         "runs_to_right": stay,
         "right_within": stay is not None and stay <= WITHIN,
         "right_runs": sum(right),
-        "flaps": sum(1 for a, b in pairwise(verdicts) if a != b),
+        "flaps": sum(1 for a, b in pairwise(span) if a != b),
         "dangerous_runs": (
-            sum(1 for v in verdicts if v in USABLE) if truth_v in DANGEROUS_TRUTH else 0
+            sum(1 for v in span if v in USABLE) if truth_v in DANGEROUS_TRUTH else 0
         ),
     }
 
@@ -654,6 +659,7 @@ def main(argv: list[str] | None = None) -> int:
         corpus.prepare(specs, args.mirror_root, args.cache, limit=args.deploys)
         return 0
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    commit = _commit()
     workdir = OUT / "realweb" / stamp
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -664,7 +670,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {
         "started": stamp,
         "command": "python bench/realweb/run.py " + " ".join(sys.argv[1:]),
-        "commit": _commit(),
+        "commit": commit,
         "wall_s": time.monotonic() - started,
         "cpus": os.cpu_count(),
         "workdir": str(workdir),

@@ -10,9 +10,9 @@ deploy served between runs. Per request:
 * ``/x/`` is ``x/index.html``; ``/x`` is the file ``x``, else ``x.html``, else a 301 to
   ``/x/`` when ``x/index.html`` exists (GitHub Pages' rules); a miss is the deploy's
   ``404.html`` with status 404;
-* ``/robots.txt`` is the deploy's when the site is at the host's root and has one (with a
-  ``Sitemap:`` line added when it declares none), else a generated one declaring the
-  site's sitemaps;
+* ``/robots.txt`` is the deploy's when the site is at the host's root and has one (its
+  ``Sitemap:`` lines that do not point here dropped, the site's sitemaps added when none
+  is left), else a generated one declaring the site's sitemaps;
 * no ``Last-Modified`` and no ``ETag`` (the files' times are checkout times and mean
   nothing), so every request is a full 200; ``Date`` is the deploy's committer time.
 
@@ -163,12 +163,23 @@ class ReplayServer:
         return resolve_path(self.root, self.mount, path)
 
     def robots(self) -> bytes:
+        """The deploy's robots.txt (site at the host root) with only the ``Sitemap:`` lines
+        that point here, and the site's own sitemaps when none does; else a generated one.
+
+        A declared sitemap elsewhere is dropped: hugo-theme-iris's 2020 robots.txt says
+        ``Sitemap: https://hugothemeiris.peaceiris.appsitemap.xml`` (a base URL without its
+        slash), which no rewrite can bring here, and the replay sends nothing off the host."""
         assert self.root is not None
-        lines = []
+        lines: list[str] = []
         own = self.root / "robots.txt"
         if self.mount == "/" and own.is_file():
             text = self.rewrite(own.read_bytes()).decode("utf-8", errors="replace")
-            lines = text.splitlines()
+            lines = [
+                line
+                for line in text.splitlines()
+                if not line.lower().startswith("sitemap:")
+                or line.split(":", 1)[1].strip().startswith(self.origin + "/")
+            ]
         if not any(line.lower().startswith("sitemap:") for line in lines):
             if not lines:
                 lines = ["User-agent: *", "Allow: /"]
