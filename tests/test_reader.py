@@ -737,3 +737,28 @@ def test_nonstandard_lastmods_are_kept_flagged_and_counted(fast_path: bool) -> N
     ]
     assert reader.counts["lastmod_nonstandard"] == 4
     assert reader.faults == []  # a count and an item flag, not a fault
+
+
+@pytest.mark.parametrize(
+    ("declared", "locs", "faults"),
+    [
+        # bytes invalid in the declared encoding: only their location is dropped (libxml2
+        # stopped at the first, and every location was lost)
+        ("US-ASCII", ["https://site.example/b"], ["loc_undecodable"]),
+        # a UTF-16 declaration on bytes that are not wide: read as UTF-8 (all was lost)
+        ("UTF-16", ["https://site.example/caf%C3%A9", "https://site.example/b"], []),
+        # what the file said, in the encoding it names
+        ("ISO-8859-1", ["https://site.example/caf%C3%83%C2%A9", "https://site.example/b"], []),
+        # a name no codec has: libxml2 says so and reads UTF-8, as before
+        ("no-such-codec", ["https://site.example/caf%C3%A9", "https://site.example/b"], None),
+    ],
+)
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_the_declared_encoding_decodes_the_body(
+    declared: str, locs: list[str], faults: list[str] | None, fast_path: bool
+) -> None:
+    body = urlset("https://site.example/caf\u00e9", "https://site.example/b")
+    body = body.replace(b'encoding="UTF-8"', f'encoding="{declared}"'.encode())
+    reader = SitemapReader(body, BASE, fast_path=fast_path)
+    assert [e.loc for e in reader] == locs
+    assert codes(reader) == (faults if faults is not None else ["xml_syntax_error"])

@@ -386,6 +386,10 @@ ISSUE_22 = {
         .replace(b"<lastmod>1970-01-01</lastmod>", b"<lastmod>2024-05-01T10:00</lastmod>"),
         "scan",
     ),
+    "declared US-ASCII, UTF-8 bytes": (
+        DOCS["urlset"].replace(b'encoding="UTF-8"', b'encoding="US-ASCII"'),
+        "scan",  # decoded in Python by the declared encoding, then read as UTF-8
+    ),
     "a raw control character": (
         DOCS["urlset"].replace(b"example.com/g", b"example.com/\x01g"),
         "scan+lxml",

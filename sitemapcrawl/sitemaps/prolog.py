@@ -23,6 +23,7 @@ __all__ = [
     "SITEMAP_NAMESPACES",
     "SNIFF_BYTES",
     "Prolog",
+    "declared_encoding",
     "decode_head",
     "error_summary",
     "head_complete",
@@ -72,6 +73,9 @@ _ERROR_FIELD = re.compile(r"<(?:[\w.\-]+:)?(code|message)\b[^>]*>([^<]{1,200})<"
 _NAME = re.compile(r"<([A-Za-z_][\w.\-]*:)?([A-Za-z_][\w.\-]*)")
 _XML_DECL = re.compile(rb"<\?xml[ \t\r\n][^<>]{0,512}?\?>")
 _XML_DECL_ENCODING = re.compile(rb"^\s*<\?xml[^>]*\bencoding\s*=", re.IGNORECASE)
+_DECLARED = re.compile(
+    rb"<\?xml[ \t\r\n][^<>?]*?\bencoding[ \t\r\n]*=[ \t\r\n]*[\"']([A-Za-z0-9._:\-]{1,40})[\"']"
+)
 _DOCTYPE = re.compile(rb"<!(?i:doctype)(?=[ \t\r\n\[>])")
 _SPACE = re.compile(rb"(?:[ \t\r\n\x00]|\xef\xbb\xbf)+")
 _ROOT_NAME_END = re.compile(rb"<[^ \t\r\n/>]*[ \t\r\n/>]")
@@ -374,6 +378,33 @@ def transcode(chunks: Iterable[bytes], encoding: str) -> Iterator[bytes]:
     tail = decoder.decode(b"", final=True)
     if tail:
         yield tail.encode("utf-8", "replace")
+
+
+def declared_encoding(head: bytes) -> str | None:
+    """The body's own encoding, by the XML rules, when it is not UTF-8 and Python reads it
+    as an ASCII-compatible codec: its name (``utf-16`` for a UTF-16 or UTF-32 declaration,
+    which bytes that are not wide cannot be: they are read as UTF-8); else None (UTF-8, no
+    declaration, a name no codec has, a UTF-8 BOM, which wins over a declaration).
+
+    >>> declared_encoding(b'<?xml version="1.0" encoding="US-ASCII"?><urlset>')
+    'ascii'
+    >>> declared_encoding(b"<?xml version='1.0' encoding='utf8'?>"), declared_encoding(b"<a>")
+    (None, None)
+    """
+    if head.startswith(codecs.BOM_UTF8):
+        return None
+    match = _DECLARED.match(head.lstrip(b" \t\r\n\x00"))
+    if match is None:
+        return None
+    try:
+        name = codecs.lookup(match.group(1).decode("ascii")).name
+    except LookupError:
+        return None  # (libxml2 says so, and reads it as UTF-8)
+    if name.startswith(("utf-16", "utf-32")):
+        return "utf-16"
+    if name in ("utf-8", "utf-8-sig") or "<?xml".encode(name, "replace") != b"<?xml":
+        return None
+    return name
 
 
 def undeclared_legacy_encoding(head: bytes) -> str | None:

@@ -41,6 +41,7 @@ from .prolog import (
     SITEMAP_NAMESPACES,
     SNIFF_BYTES,
     Prolog,
+    declared_encoding,
     decode_head,
     error_summary,
     head_complete,
@@ -86,10 +87,13 @@ class SitemapReader:
 
     ``body`` is the raw response body (gzip is detected and peeled here); ``url`` is where
     it came from, for resolving relative locations. After ``sniff()`` (called on first
-    iteration), ``kind`` says what the body is. After iteration, ``faults`` holds the
-    distinct problems found, ``counts`` how often each per-entry problem happened
-    (``loc_missing``, ``loc_relative``, ``loc_too_long``, ``loc_bad_scheme``,
-    ``lastmod_invalid``, ``priority_invalid``, ``over_url_limit``), ``urls`` and
+    iteration), ``kind`` says what the body is (a sitemap's ``SITEMAP_KINDS``, or what is
+    not read: ``html``, ``error_document``, ``unknown_root``, ``empty``, ``unknown``).
+    After iteration, ``faults`` holds the distinct problems found, each with its own code
+    (``errors.FAULT_CODES``; an entry fault once, at its first entry), ``counts`` how often
+    each per-entry problem happened (``loc_missing``, ``loc_relative``, ``loc_too_long``,
+    ``loc_bad_scheme``, ``lastmod_invalid``, ``lastmod_nonstandard``, ``priority_invalid``,
+    ``over_url_limit``…: an entry fault's code counts its entries), ``urls`` and
     ``sitemaps`` the number of each entry kind, and ``decoder`` the decompression details.
     The per-entry rules and these tallies are ``rules`` (``entries.EntryRules``).
 
@@ -196,6 +200,8 @@ class SitemapReader:
                 break
         if head.lstrip(LEADING)[:1] == b"<":
             head = self._skip_prolog(head)
+            if not self._transcoded:
+                head = self._declared(head, first)
         kind = sniff(head[:MAX_PROLOG])
         self._head = head
         if kind not in ("text", "empty", "unknown"):
@@ -238,6 +244,29 @@ class SitemapReader:
             )
         if qname.rpartition(":")[2] != kind:  # <URLSET>, <sitemapIndex>
             self.rules.entry_fault(TagCase, f"<{qname}>", count=0)
+
+    def _declared(self, head: bytes, first: bytes) -> bytes:
+        """Decode an XML body by the encoding it declares (``prolog.declared_encoding``),
+        in Python, to UTF-8: bytes invalid in it become U+FFFD (and a location holding one
+        is dropped) where libxml2 would stop at the first (``us-ascii``, a UTF-16
+        declaration on bytes that are not). Return the new head; the parsers then read
+        UTF-8 whatever the declaration says (``_transcoded``)."""
+        encoding = None if first.startswith(codecs.BOM_UTF8) else declared_encoding(head)
+        if encoding is None:
+            return head
+        self._transcoded = True
+        if encoding == "utf-16":  # a wide declaration on bytes that are not: UTF-8
+            return head
+        assert self._chunks is not None
+        size = len(head)
+        stream = transcode(chain((head,), self._chunks), encoding)
+        head = b""
+        for chunk in stream:
+            head += chunk
+            if len(head) >= size:
+                break
+        self._chunks = stream
+        return head
 
     def _skip_prolog(self, head: bytes) -> bytes:
         """Consume the XML prolog (``prolog.Prolog``); a DOCTYPE that declares entities or
@@ -564,10 +593,11 @@ class _XmlSource:
 
     def read(self, size: int = -1) -> bytes:
         for raw in self._chunks:
-            chunk = mark_controls(raw)
+            chunk = raw
             if self._first:
                 self._first = False
                 chunk = strip_leading(chunk)
+            chunk = mark_controls(chunk)
             if self._held:
                 chunk = self._held + chunk
                 self._held = b""
