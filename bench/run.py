@@ -329,10 +329,13 @@ def parser_bench(
     runs: int,
     parsers: list[str],
     results: dict,
+    files: list[str] | None = None,
 ) -> None:
     names = ["urlset-50k.xml", "urlset-50k.xml.gz", "text-50k.txt"]
     if not quick:
-        names.append("urlset-50mb.xml")
+        names += ["urlset-50mb.xml", "urlset-heavy.xml"]
+    if files:
+        names = files
     say(f"## Parser micro-benchmark (median of {runs} runs, each in a fresh process)")
     say()
     say(
@@ -899,6 +902,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--parsers", default=",".join(PARSERS), help="comma-separated subset")
     ap.add_argument(
+        "--files",
+        default=None,
+        help="parser benchmark files, comma-separated (default: all; --quick: the small ones)",
+    )
+    ap.add_argument(
         "--tools", default=",".join(E2E_TOOLS), help="end-to-end tools, comma-separated subset"
     )
     ap.add_argument("--site-urls", type=int, default=None, help="override the end-to-end site size")
@@ -1003,6 +1011,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs=runs,
                 parsers=[p for p in a.parsers.split(",") if p],
                 results=results,
+                files=[f for f in (a.files or "").split(",") if f],
             )
         if do_e2e:
             e2e_bench(

@@ -88,7 +88,8 @@ def test_bench_corpus_is_scanned(chunk_size: int) -> None:
     base = "http://127.0.0.1:18730"
     urlset = bench_corpus.urlset_xml(42, "urlset-50k", base, 1, 400).encode()
     worst, _ = bench_corpus.worst_case_urlset(42, base, 100_001, size=300_000)
-    for body in (urlset, gzip.compress(urlset), worst):
+    heavy = bench_corpus.heavy_urlset(42, base, 300_001, n=300, size=400_000)
+    for body in (urlset, gzip.compress(urlset), worst, heavy):
         reader = same(body, base + "/s.xml", chunk_size=chunk_size)
         assert reader.parser == "scan", reader.scan_stopped
         assert reader.urls > 100
