@@ -168,8 +168,8 @@ class StateStore:
         self.upgraded_from: int | None = None
         # This connection's staging area for URL rows (see write_urls): not in the file.
         connection.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS staged_urls (url TEXT, segment TEXT, "
-            "sitemap TEXT, lastmod_raw TEXT, now INTEGER, refetch INTEGER)"
+            "CREATE TEMP TABLE IF NOT EXISTS staged_urls (url TEXT, segment INTEGER, "
+            "sitemap INTEGER, lastmod_raw TEXT, now INTEGER, refetch INTEGER)"
         )
         #: ``names`` both ways (origins, segments, sitemaps: a few thousand at most)
         self._ids: dict[str, int] = {}
@@ -321,10 +321,24 @@ class StateStore:
         db = self.db
         db.execute("BEGIN")
         try:
-            db.executemany("INSERT INTO temp.staged_urls VALUES (?, ?, ?, ?, ?, ?)", rows)
+            # Segments and sitemaps by id: a few distinct names, so the staged rows are
+            # shorter and the merge looks nothing up.
+            ids = self._ids
+            for name in {name for row in rows for name in (row[1], row[2])} - ids.keys():
+                self.name_id(name, create=True)
+            db.executemany(
+                "INSERT INTO temp.staged_urls VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (url, ids[seg], ids[sm], raw, now, refetch)
+                    for url, seg, sm, raw, now, refetch in rows
+                ],
+            )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
+            self._ids.clear()
+            self._names.clear()
+            self.load_names()
             raise
         self.staged += len(rows)
         if self.staged >= MERGE_EVERY:
@@ -334,7 +348,7 @@ class StateStore:
         """Write the staged URLs into ``urls``: a lastmod that differs from the stored one
         stamps ``lastmod_changed_at``/``_run``, keeps the stored one as
         ``previous_lastmod_raw`` and counts a change. In key order (a URL staged twice keeps
-        its order), all in SQL; segments and sitemaps interned on the way."""
+        its order), all in SQL."""
         if not self.staged or self._staged_for is None:
             return
         origin, run_id = self._staged_for
@@ -344,15 +358,10 @@ class StateStore:
         try:
             origin_id = self.name_id(origin, create=True)
             db.execute(
-                "INSERT OR IGNORE INTO names (name) SELECT segment FROM temp.staged_urls "
-                "UNION SELECT sitemap FROM temp.staged_urls"
-            )
-            db.execute(
                 "INSERT INTO urls (origin, path, segment, sitemap, lastmod_raw, first_run, "
                 "last_run, lastmod_changed_at, lastmod_changed_run, last_refetch_at) "
                 "SELECT ?1, CASE WHEN substr(s.url, 1, ?3) = ?4 THEN substr(s.url, ?3) "
-                "ELSE s.url END, (SELECT id FROM names WHERE name = s.segment), "
-                "(SELECT id FROM names WHERE name = s.sitemap), s.lastmod_raw, ?2, ?2, s.now, "
+                "ELSE s.url END, s.segment, s.sitemap, s.lastmod_raw, ?2, ?2, s.now, "
                 "?2, CASE WHEN s.refetch THEN s.now END FROM temp.staged_urls AS s WHERE true "
                 "ORDER BY 2, s.rowid "
                 "ON CONFLICT (origin, path) DO UPDATE SET segment = excluded.segment, "
@@ -376,7 +385,6 @@ class StateStore:
             self._names.clear()
             self.load_names()
             raise
-        self.load_names()  # the segments and sitemaps just named
         self.staged = 0
 
     def unchanged_counts(self, origin: str, run_id: int) -> dict[str, int]:
