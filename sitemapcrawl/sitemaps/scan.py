@@ -166,20 +166,20 @@ class Scan:
     def _probed(
         self, entries: Generator[UrlEntry | SitemapRef, None, None]
     ) -> Iterator[UrlEntry | SitemapRef]:
-        """The entries, once the first ``_PROBE`` are read: the scan gives up, having given
-        nothing (lxml then reads the body from its start, without a second decode when it
-        can), when it stopped among them or read most of them through the light elements,
-        which cost more than lxml's path."""
+        """The entries, once the first ``_PROBE`` are read: when most of them went through
+        the light elements, which cost more than lxml's path, the scan gives up having given
+        nothing, and lxml reads the body from its start (without a second decode when the
+        chunks read so far fit in ``markup.MAX_BLOCK``)."""
         probe = list(islice(entries, _PROBE))
         self._probing = False
         if self.reason is None and len(probe) == _PROBE and self.general * 2 > _PROBE:
             self.reason = "entries of shapes the scanner reads slower than lxml"
-            entries.close()
-        if self.reason is not None:
             self.yielded = 0
+            entries.close()
             return
         yield from probe
-        yield from entries
+        if self.reason is None:
+            yield from entries
 
     def _head(self) -> tuple[bytes, int]:
         """Read the XML declaration (if any) and the root element's start tag; return the
