@@ -17,8 +17,8 @@ knows its URL::
         assert srv.requests() == ["/sitemap.xml"]
 
 Static files are served from ROOT; a ``ROOT/_redirects`` file (lines ``/from /to [CODE]``,
-as on static hosts) redirects those paths (301 by default). Text-like files (``.xml .txt .html .htm .rss
-.atom .json``) get the placeholders ``{base}`` (``http://127.0.0.1:PORT``) and
+as on static hosts) redirects those paths (301 by default). Text-like files (``.xml .txt
+.html .htm .rss .atom .json``) get the placeholders ``{base}`` (``http://127.0.0.1:PORT``) and
 ``{alt}`` (``http://localhost:PORT``, the same server under a second host name)
 replaced, byte-wise. Static responses carry ``Date``, ``Last-Modified`` (file mtime)
 and ``ETag`` and answer ``If-None-Match`` / ``If-Modified-Since`` with 304.

@@ -689,7 +689,7 @@ def _(c: Ctx) -> Case:
             "sitemapcrawl/limits/max_depth_count": 1,
             "sitemapcrawl/urls/found_count": 0,
         },
-        [(c.url("level5.xml"), "max_depth")],
+        [(c.url("level5.xml"), "max_depth"), (f"{c.base}/", "nothing_found")],
     )
 
 
@@ -818,7 +818,12 @@ def _(c: Ctx) -> Case:
             "sitemapcrawl/errors/empty_count": 2,
             "sitemapcrawl/errors/html_count": 1,
         },
-        [(c.base + empty, "empty"), (c.base + blank, "empty"), (c.base + soft, "html")],
+        [
+            (c.base + empty, "empty"),
+            (c.base + blank, "empty"),
+            (c.base + soft, "html"),
+            (f"{c.base}/", "nothing_found"),  # every sitemap failed
+        ],
     )
 
 
@@ -1114,7 +1119,7 @@ def _(c: Ctx) -> Case:
         [c.base + path],
         [],
         robots_stats(200, 0, robots__html_count=1),
-        [(c.base + path, "robots_html")],
+        [(c.base + path, "robots_html"), (f"{c.base}/", "nothing_found")],
         args={"guess": "off"},
         never=[f"/{c.case}/s.xml"],
     )
@@ -1129,8 +1134,9 @@ def _(c: Ctx) -> Case:
         {
             "sitemapcrawl/robots/requested_count": 1,
             "sitemapcrawl/robots/failed_count/IgnoreRequest": 1,
+            "sitemapcrawl/robots/unreachable_count": 1,
         },
-        [(f"{c.base}/_/loop/5", "robots_failed")],  # where the redirects were given up
+        [(f"{c.base}/_/loop/5", "robots_unreachable")],  # where the redirects were given up
         args={"guess": "off"},
         settings={"REDIRECT_MAX_TIMES": 5},
     )
@@ -1150,8 +1156,9 @@ def _(c: Ctx) -> Case:
             "sitemapcrawl/robots/status_count/404": 1,
             "sitemapcrawl/robots/status_count/503": 1,
             "sitemapcrawl/robots/sitemaps_count": 0,
+            "sitemapcrawl/robots/unreachable_count": 1,  # 503: RFC 9309's complete disallow
         },
-        [(given[3], "robots_status")],
+        [(given[3], "robots_unreachable")],
         args={"guess": "off"},
         never=[f"/{c.case}/never.xml"],
     )
@@ -1302,7 +1309,8 @@ def _(c: Ctx) -> Case:
         [dead, c.base + ok],
         [c.page("ok")],
         merge(failed("CannotResolveHostError"), parsed(1, found=1)),
-        [(dead, "fetch_failed")],
+        # the dead site's own report: its only sitemap failed
+        [(dead, "fetch_failed"), (f"http://no-such-host.invalid:{port}/", "nothing_found")],
         settings={"RETRY_TIMES": 0},
     )
 
@@ -1520,6 +1528,9 @@ def our_stats(stats: dict[str, Any]) -> dict[str, Any]:
 
 
 _FAULTS = (
+    ("the site is off limits", "robots_unreachable"),
+    ("no URL found:", "nothing_found"),
+    ("URLs the sitemaps list were dropped by scope", "scope_dropped"),
     ("could not be fetched:", "fetch_failed"),
     ("the document declares entities", "xml_entities"),
     ("malformed XML", "xml_syntax_error"),

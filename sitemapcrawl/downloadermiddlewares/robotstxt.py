@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
@@ -18,7 +19,11 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.robotstxt import RobotParser
 
-__all__ = ["SitemapRobotsTxtMiddleware"]
+__all__ = ["UNREACHABLE", "SitemapRobotsTxtMiddleware"]
+
+#: The rules of a robots.txt that answered 5xx or could not be fetched (RFC 9309 2.3.1.3
+#: and 2.3.1.4: the crawler assumes a complete disallow).
+UNREACHABLE = b"User-agent: *\nDisallow: /\n"
 
 
 class SitemapRobotsTxtMiddleware(RobotsTxtMiddleware):
@@ -42,24 +47,40 @@ class SitemapRobotsTxtMiddleware(RobotsTxtMiddleware):
             self.reuse(request, response)
         return response
 
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        if request.meta.get(meta.ROBOTS):  # unreachable after retries: complete disallow
+            self._keep(request, None, UNREACHABLE)
+
     def reuse(self, request: Request, response: Response) -> bool:
         """Parse a robots.txt the spider downloaded itself (for its ``Sitemap:`` lines), so
-        that page requests do not fetch the same file again. Only a complete 200: anything
-        else is left to the middleware's own request, as Scrapy would make it. False when
-        the host already has a parser (or one on its way)."""
-        if (
-            response.status != 200
-            or "download_stopped" in response.flags
-            or "dataloss" in response.flags
-        ):
+        that page requests never fetch the same file again, whatever it answered, as
+        RFC 9309 reads it: a success by its rules (what arrived of a body cut short),
+        a 4xx or a redirect not followed as "no rules", a 5xx as "disallow all". False
+        when the host already has a parser (or one on its way)."""
+        if 200 <= response.status < 300:
+            body = response.body
+        elif response.status >= 500:
+            body = UNREACHABLE
+        else:
+            body = b""
+        return self._keep(request, response, body)
+
+    def _keep(self, request: Request, response: Response | None, body: bytes) -> bool:
+        """Keep the parser of ``body`` for the robots.txt's host, and for the hosts its
+        redirects went through (``http://a.example`` to ``https://www.a.example``)."""
+        netlocs = {urlparse_cached(request).netloc}
+        netlocs.update(urlsplit(url).netloc for url in request.meta.get("redirect_urls", ()))
+        if response is not None:
+            netlocs.add(urlparse_cached(response).netloc)
+        netlocs -= set(self._parsers)
+        if not netlocs:
             return False
-        netloc = urlparse_cached(request).netloc
-        if netloc in self._parsers:
-            return False
-        parser = build_from_crawler(self._parserimpl, self.crawler, response.body)
-        self._parsers[netloc] = parser
+        parser = build_from_crawler(self._parserimpl, self.crawler, body)
+        for netloc in netlocs:
+            self._parsers[netloc] = parser
         self._stats.inc_value("robotstxt/response_count")
-        self._stats.inc_value(f"robotstxt/response_status_count/{response.status}")
+        if response is not None:
+            self._stats.inc_value(f"robotstxt/response_status_count/{response.status}")
         self.crawler.signals.send_catch_log(
             signal=signals.robots_parsed, robotparser=parser, request=request
         )

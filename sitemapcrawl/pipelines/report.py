@@ -156,6 +156,9 @@ class SiteReports:
         urls_by_verdict: Counter[str] = Counter()
         for entry in segments:
             urls_by_verdict[entry["verdict"]] += entry["urls"]
+        log, args = context.discovery, context.arguments
+        if log is not None and args is not None:  # a crawl that found little says why
+            log.explain(site, values, args)
         files, faults = self._files_and_faults(site)
         return SiteReport(
             origin=self._origin(site),

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from scrapy.statscollectors import StatsCollector
 
     from sitemapcrawl.crawlcontext import CrawlContext
+    from sitemapcrawl.spiders.arguments import CrawlArguments
     from sitemapcrawl.spiders.frontier import SitemapTask
 
 # Faults are the spider's: logged under its name, which users filter the log by.
@@ -21,6 +25,8 @@ MAX_FAULTS_LISTED = 1000
 MAX_TOP_LEVEL_LISTED = 1000
 #: Examples of URLs listed by several sitemaps (the first listing was emitted).
 MAX_TWICE = 50
+#: Hosts of dropped URLs counted per site (the report names the most common).
+MAX_HOSTS_KEPT = 1000
 _P = "sitemapcrawl/"
 
 
@@ -45,6 +51,10 @@ class DiscoveryLog:
         self.top_level_files: dict[str, dict[str, Any]] = {}
         self.listed_twice: list[dict[str, str]] = []
         self.logged: set[tuple[str, str]] = set()
+        #: per site, the hosts of the URLs the scope policy dropped as another host's
+        self.other_hosts: dict[str, Counter[str]] = {}
+        #: this run resumed a paused one: its stats hold only what it read itself
+        self.resumed = False
 
     def inc(self, site: str, key: str, count: int = 1) -> None:
         """Add to the stat ``sitemapcrawl/<key>``, and to ``site``'s share of it when the
@@ -97,6 +107,76 @@ class DiscoveryLog:
         self.inc(task.site, "sitemaps/loop_count")
         self.log_once("loop", task.url, f"redirects to {target}, already read; loop cut", task.site)
 
+    def dropped_hosts(self, site: str, hosts: Counter[str]) -> None:
+        """URLs of ``site``'s sitemaps dropped as another host's, by host."""
+        known = self.other_hosts.setdefault(site if self._multi_site else "", Counter())
+        if len(known) < MAX_HOSTS_KEPT:
+            known.update(hosts)
+
+    def explain(self, site: str, values: Mapping[str, Any], args: CrawlArguments) -> None:
+        """Say at WARNING (once, and in the report's faults) why a crawl found little or
+        nothing: the scope policy dropped most of what the sitemaps list (naming the
+        hosts, and the argument that keeps them), every sitemap failed, the sitemaps
+        found were HTML pages, or there was no sitemap at all. Not on a resumed run, whose
+        stats hold only what it read itself."""
+        if self.resumed:
+            return
+        found = int(values.get(_P + "urls/found_count", 0))
+        prefix = _P + "scope/dropped_count/"
+        dropped = {
+            k.removeprefix(prefix): int(v) for k, v in values.items() if k.startswith(prefix)
+        }
+        if sum(dropped.values()) > found:
+            self._scope_finding(site, found, dropped, args.scope)
+        if found or sum(dropped.values()) or values.get(_P + "robots/unreachable_count"):
+            return  # (a site off limits was explained when robots.txt was read)
+        parsed = int(values.get(_P + "sitemaps/parsed_count", 0))
+        failed = int(values.get(_P + "sitemaps/failed_count", 0))
+        html = int(values.get(_P + "sitemaps/failed_count/html", 0))
+        limits = [
+            f"{key.removeprefix(_P + 'limits/').removesuffix('_count')} ({count})"
+            for key, count in sorted(values.items())
+            if key.startswith(_P + "limits/") and count
+        ]
+        if parsed:
+            why = f"the {parsed} sitemap(s) read list no URL"
+            if limits:
+                why += f"; limits left sitemaps unread: {', '.join(limits)}, see the faults"
+        elif failed and html:
+            why = (
+                f"every sitemap failed ({failed}), {html} of them an HTML page where a "
+                "sitemap was expected (a soft 404, a login page): see the faults"
+            )
+        elif failed:
+            why = f"every sitemap failed ({failed}): see the faults"
+        elif args.guess == "off":
+            why = (
+                "no sitemap: robots.txt declares none and guessing is off (-a guess=fallback "
+                "tries the usual locations); give one with -a sitemap_urls=URL"
+            )
+        else:
+            why = (
+                "no sitemap: robots.txt declares none and no usual location is one; give "
+                "its URL with -a sitemap_urls=URL, or crawl by links with -a links=fallback"
+            )
+        self.log_once("nothing_found", site, f"no URL found: {why}", site)
+
+    def _scope_finding(self, site: str, found: int, dropped: dict[str, int], scope: str) -> None:
+        total = sum(dropped.values())
+        hosts = self.other_hosts.get(site, Counter()).most_common(5)
+        named = ", ".join(f"{host} ({count})" for host, count in hosts)
+        where = f" on other hosts: {named}" if named else ""
+        keep = (
+            "-a scope=off keeps them"
+            if dropped.get("other_host")
+            else "-a scope=robots (for sitemaps robots.txt declares) or -a scope=host keeps them"
+        )
+        message = (
+            f"{total} of the {total + found} URLs the sitemaps list were dropped by "
+            f"scope={scope}{where}; {keep}"
+        )
+        self.log_once("scope_dropped", site, message, site)
+
     def listed_again(self, url: str, sitemap: str) -> None:
         """A URL another sitemap listed first: kept as an example for the report."""
         if len(self.listed_twice) < MAX_TWICE:
@@ -117,3 +197,4 @@ class DiscoveryLog:
         self.faults = saved.get("faults", [])
         self.listed_twice = saved.get("listed_twice", [])
         self.logged = saved.get("logged", set())
+        self.resumed = True

@@ -7,6 +7,8 @@ first by the index's ``<lastmod>``.
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -20,6 +22,7 @@ from sitemapcrawl import meta
 from sitemapcrawl.crawlcontext import PendingReport
 from sitemapcrawl.items import SitemapUrlItem
 from sitemapcrawl.sitemaps import Limits, SitemapReader, SitemapRef, UrlEntry
+from sitemapcrawl.sitemaps.decompress import BodyDecoder
 from sitemapcrawl.sitemaps.seen import SeenUrls
 from sitemapcrawl.spiders.replay import SitemapReplay, clock_headers
 
@@ -38,7 +41,14 @@ if TYPE_CHECKING:
     from sitemapcrawl.spiders.discoverylog import DiscoveryLog
     from sitemapcrawl.spiders.frontier import SitemapFrontier, SitemapTask
 
-__all__ = ["SitemapReading", "file_limits", "filtered_entries", "first_segment", "received_body"]
+__all__ = [
+    "SitemapReading",
+    "content_digest",
+    "file_limits",
+    "filtered_entries",
+    "first_segment",
+    "received_body",
+]
 
 #: Kinds of documents read as sitemaps; anything else is a fault (or a guess that missed).
 _SITEMAP_KINDS = ("urlset", "sitemapindex", "text", "rss", "atom", "xml")
@@ -134,6 +144,7 @@ class SitemapReading:
         self.closing = False
         self._report_sent = False  # the site report went out early (max_urls)
         self._found_probes: set[str] = set()  # guessed locations that proved sitemaps
+        self._digests: dict[str, str] = {}  # top-level files: content digest -> first URL
         self._state: CrawlState | None = None
         self._replay: SitemapReplay | None = None
 
@@ -174,15 +185,11 @@ class SitemapReading:
             yield from self._replay.not_modified(response, task)
             return
         body = received_body(response, task, self._log, self._maxsize, self._read_deadline)
-        reader = SitemapReader(
-            body,
-            response.url,
-            limits=self.limits,
-            content_encoding=[
-                v.decode("latin-1") for v in response.headers.getlist(b"Content-Encoding")
-            ],
-        )
+        encodings = [v.decode("latin-1") for v in response.headers.getlist(b"Content-Encoding")]
+        reader = SitemapReader(body, response.url, limits=self.limits, content_encoding=encodings)
         kind = reader.sniff()
+        if kind in _SITEMAP_KINDS and self._read_already(task, body, encodings, response.status):
+            return
         if not self._readable(reader, kind, task, response.status):
             return
         yield from self.entries(reader, task, clock_headers(response.headers))
@@ -206,6 +213,25 @@ class SitemapReading:
         if why == "duplicate" and task.probe:
             self._found_probes.add(task.url)
         return False
+
+    def _read_already(
+        self, task: SitemapTask, body: bytes, encodings: list[str], status: int
+    ) -> bool:
+        """Whether a top-level file holds what another top-level file of the crawl held
+        (``/sitemap.xml`` and ``/sitemap.xml.gz``, an index copied under another name):
+        compared by the digest of the decoded content, listed as a duplicate of the first,
+        not parsed again."""
+        if task.depth or task.parent is not None:
+            return False
+        digest = content_digest(body, encodings, self.limits.max_size)
+        first = self._digests.setdefault(digest, task.url)
+        if first == task.url:
+            return False
+        self._log.top_level(task, status=status, duplicate_of=first)
+        self._log.inc(task.site, "sitemaps/duplicate_file_count")
+        if task.probe:
+            self._found_probes.add(task.url)
+        return True
 
     def _readable(self, reader: SitemapReader, kind: str, task: SitemapTask, status: int) -> bool:
         """Whether the document is a sitemap (counted by kind); a guess that is not is a
@@ -294,6 +320,7 @@ class SitemapReading:
         seen, dedupe, max_urls = self.seen, self._deduplicate, self._args.max_urls
         emitted = duplicates = 0
         dropped: dict[str, int] = {}
+        dropped_hosts: Counter[str] = Counter()
         protocol_limit = self.limits.max_urls
         try:
             for entry in entries:
@@ -308,6 +335,8 @@ class SitemapReading:
                 why = policy.reason(loc, sitemap_url, declared)
                 if why is not None:
                     dropped[why] = dropped.get(why, 0) + 1
+                    if why == "other_host":  # named in the report when most are dropped
+                        dropped_hosts[loc.split("/", 3)[2]] += 1
                     continue
                 if dedupe and not seen.add(loc):
                     duplicates += 1
@@ -350,6 +379,8 @@ class SitemapReading:
         finally:
             self.urls_emitted += emitted
             self._record(reader, task.site, emitted, duplicates, dropped)
+            if dropped_hosts:
+                self._log.dropped_hosts(task.site, dropped_hosts)
 
     def _close(self) -> Iterator[Any]:
         """``max_urls`` reached: the site reports go out now (after the URLs before them,
@@ -533,3 +564,12 @@ def received_body(
         log.inc(site, "errors/dataloss_count")
         log.log_once("dataloss", task.url, "connection lost mid-body; reading what arrived", site)
     return body
+
+
+def content_digest(body: bytes, content_encoding: list[str], max_size: int) -> str:
+    """The digest of a sitemap's decoded content (within the decoded-size cap): the same
+    file compressed or not, under any name, has the same one."""
+    digest = hashlib.blake2b(digest_size=16)
+    for chunk in BodyDecoder(body, max_size=max_size, content_encoding=content_encoding):
+        digest.update(chunk)
+    return digest.hexdigest()

@@ -39,7 +39,7 @@ class RobotsDiscovery:
     ``SITEMAPCRAWL_GUESS_AT_ONCE`` at a time, and stops at the first one that is a sitemap;
     ``guess=always`` requests every one. ``sitemap_request``: the spider's request for a
     sitemap task at a priority (None when the frontier refuses it or holds it back);
-    ``admitted``: whether the frontier took a URL. Settings:
+    ``admitted``: whether the frontier took a URL; ``obey``: ``ROBOTSTXT_OBEY``. Settings:
     ``SITEMAPCRAWL_GUESS_PATHS``, ``SITEMAPCRAWL_GUESS_AT_ONCE``.
     """
 
@@ -51,6 +51,7 @@ class RobotsDiscovery:
         log: DiscoveryLog,
         sitemap_request: Callable[[SitemapTask, int], Request | None],
         admitted: Callable[[str], bool],
+        obey: bool,
     ) -> None:
         self._guess = args.guess
         self._guess_paths = guess_paths
@@ -58,6 +59,7 @@ class RobotsDiscovery:
         self._log = log
         self._sitemap_request = sitemap_request
         self._admitted = admitted  # the frontier took this URL (now or earlier)
+        self._obey = obey
         self._rounds: dict[str, _GuessRound] = {}
         self._outbox: list[Request] = []
 
@@ -82,10 +84,9 @@ class RobotsDiscovery:
             if robots.invalid:
                 log.inc(site, "robots/invalid_sitemaps_count", robots.invalid)
         elif response.status >= 500:
-            message = (
-                f"robots.txt answered {response.status} after retries; guessing sitemap locations"
-            )
-            log.log_once("robots_status", response.url, message, site)
+            log.inc(site, "robots/sitemaps_count", 0)
+            yield from self._unreachable(site, response.url, f"answered {response.status}")
+            return
         log.inc(site, "robots/sitemaps_count", len(declared))
         for rank, url in enumerate(declared):
             task = SitemapTask(url, "robots", site, declared_in_robots=True)
@@ -98,11 +99,24 @@ class RobotsDiscovery:
         """robots.txt could not be fetched at all: guess, unless guessing is off."""
         reason = failure.type.__name__ if failure.type else "error"
         self._log.inc(site, f"robots/failed_count/{reason}")
-        self._log.log_once(
-            "robots_failed", url, f"robots.txt could not be fetched ({reason})", site
+        yield from self._unreachable(site, url, f"could not be fetched ({reason})")
+
+    def _unreachable(self, site: str, url: str, why: str) -> Iterator[Request]:
+        """robots.txt answered 5xx after retries, or could not be fetched: RFC 9309 has the
+        crawler assume a complete disallow, so nothing of the site is requested, no
+        sitemap either (``-s ROBOTSTXT_OBEY=False`` reads them all the same)."""
+        if not self._obey:
+            message = f"robots.txt {why}; ROBOTSTXT_OBEY is off: guessing sitemap locations"
+            self._log.log_once("robots_unreachable", url, message, site)
+            if self._guess != "off":
+                yield from self.guesses(site, exclude=set())
+            return
+        self._log.inc(site, "robots/unreachable_count")
+        message = (
+            f"robots.txt {why}: the site is off limits (RFC 9309: complete disallow); "
+            "no sitemap or page requested (-s ROBOTSTXT_OBEY=False overrides)"
         )
-        if self._guess != "off":
-            yield from self.guesses(site, exclude=set())
+        self._log.log_once("robots_unreachable", url, message, site)
 
     def guesses(self, site: str, exclude: set[str]) -> Iterator[Request]:
         """The usual sitemap locations of ``site``, most common first: all of them with

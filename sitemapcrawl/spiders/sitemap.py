@@ -131,6 +131,7 @@ class SitemapCrawlSpider(SitemapSpider):
             self.discovery,
             self._sitemap_request,
             self.frontier.admitted,
+            settings.getbool("ROBOTSTXT_OBEY"),
         )
         overridden = type(self).sitemap_filter is not SitemapSpider.sitemap_filter
         self.reading = SitemapReading(
@@ -231,6 +232,8 @@ class SitemapCrawlSpider(SitemapSpider):
             "allow_offsite": True,
             "download_maxsize": maxsize,
             "download_warnsize": 0,
+            # a file that still fails after retries is a fault we log and count (WARNING)
+            "give_up_log_level": "WARNING",
             meta.COUNTED: True,
             **self.args.proxy_meta,
             **extra,
@@ -244,7 +247,8 @@ class SitemapCrawlSpider(SitemapSpider):
             errback=self._robots_failed,
             cb_kwargs={"site": site},
             # meta.ROBOTS: the robots.txt middleware parses this response for the pages
-            meta=self._meta(self._robots_maxsize, **{meta.ROBOTS: True}),
+            # RFC 9309: at most 5 redirects for robots.txt
+            meta=self._meta(self._robots_maxsize, redirect_ttl=5, **{meta.ROBOTS: True}),
             dont_filter=not self.frontier.distributed,
             priority=100,
         )
@@ -378,6 +382,7 @@ class SitemapCrawlSpider(SitemapSpider):
         if reason in _FINAL_REASONS:
             if reason == "finished":
                 self.frontier.finished()
+                self._explain()
             return
         unread = self.frontier.unread()
         if hasattr(self, "state"):  # JOBDIR: Scrapy's SpiderState extension pickles this
@@ -392,6 +397,13 @@ class SitemapCrawlSpider(SitemapSpider):
             "Crawl interrupted (%(reason)s): %(n)d sitemaps not read yet were kept for later",
             {"reason": reason, "n": len(unread)},
         )
+
+    def _explain(self) -> None:
+        """A crawl that found little says why (once: the site report may have said it)."""
+        context = crawl_context(self.crawler)
+        for site in context.sites or [""]:
+            values = context.site_stats[site] if site else self.stats.get_stats()
+            self.discovery.explain(site, values, self.args)
 
     def _resume(self) -> list[Request] | None:
         """The sitemaps a previous, interrupted run of this JOBDIR had not read; None if new."""
