@@ -1,0 +1,691 @@
+"""The real-history benchmark: replay real sites' deploys on 127.0.0.1 and crawl each in order.
+
+    python bench/realweb/run.py prepare [--sites a,b] [--mirror-root DIR] [--cache DIR]
+    python bench/realweb/run.py [run] [--sites a,b] [--quick] [--deploys N] [--no-snapshot]
+    python bench/realweb/run.py render bench/out/realweb-<timestamp>.json
+
+For each site of ``sites.json``: extract its deploys (``prepare``; from the fetched
+mirror, else a bare clone from GitHub), compute the ground truth (which pages' main
+content changed at each deploy, ``truth.py``), serve deploy k on a port fixed by the
+site's name with the clock at the deploy's commit time, and run the real spider once per
+deploy with the state file (the first run ``sample=on``, the later ones also
+``since=last pages=refetch``). Then one crawl of the newest deploy with the default
+settings and no state (the one-snapshot check). Scores each segment's verdict against
+its label and each run's refetches against the truth. Writes
+``bench/out/realweb-<timestamp>.md`` and ``.json``; the spider's feeds, reports and logs
+go to ``bench/out/realweb/<timestamp>/``. See ``bench/realweb/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench.realweb import corpus, truth
+from bench.realweb.server import ReplayServer, port_for
+
+REPO = corpus.REPO
+OUT = REPO / "bench" / "out"
+#: Verdicts whose lastmod a scheduler uses.
+USABLE = frozenset({"TRUSTED", "PROVISIONAL", "OVER_REPORTING"})
+#: True verdicts under which trusting lastmod loses changes.
+DANGEROUS_TRUTH = frozenset({"STALE", "GENERATION_TIME"})
+WITHIN = 5
+QUICK_DEPLOYS = 6
+
+
+def log(message: str) -> None:
+    print(f"[realweb {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------
+# One spider run
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunRecord:
+    deploy: int
+    commit: str
+    clock: str
+    returncode: int
+    wall_s: float
+    error: str | None = None
+    items: int = 0
+    refetch: dict[str, str] = field(default_factory=dict)  # path -> reason, refetch true
+    reasons: dict[str, int] = field(default_factory=dict)
+    segments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    incremental: dict[str, Any] = field(default_factory=dict)
+    page_gets: list[str] = field(default_factory=list)
+    requests: dict[str, int] = field(default_factory=dict)
+    log_errors: int = 0
+
+    def verdict(self, segment: str) -> str | None:
+        seg = self.segments.get(segment)
+        return None if seg is None else seg.get("verdict")
+
+
+def spider_command(
+    origin: str, run_dir: Path, state: Path | None, *, incremental: bool, sample: bool
+) -> list[str]:
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "scrapy", "crawl", "sitemap"]
+    cmd += ["-a", f"origin={origin}"]
+    if sample:
+        cmd += ["-a", "sample=on"]
+    cmd += ["-a", f"state={state}" if state else "state=off"]
+    if incremental:
+        cmd += ["-a", "since=last", "-a", "pages=refetch"]
+    cmd += ["-O", str(run_dir / "feed.jsonl")]
+    for setting in (
+        f"SITEMAPCRAWL_REPORT_PATH={run_dir / 'report.json'}",
+        f"LOG_FILE={run_dir / 'spider.log'}",
+        "LOG_LEVEL=INFO",
+        "REMOTE_CONTROL_ENABLED=False",
+        "TELNETCONSOLE_ENABLED=False",
+        # AutoThrottle's first delay is seconds per request; the replay answers at once.
+        "AUTOTHROTTLE_ENABLED=False",
+    ):
+        cmd += ["-s", setting]
+    return cmd
+
+
+def crawl(
+    server: ReplayServer,
+    k: int,
+    run_dir: Path,
+    state: Path | None,
+    *,
+    incremental: bool,
+    sample: bool = True,
+    timeout: float = 600.0,
+) -> RunRecord:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("feed.jsonl", "report.json", "spider.log"):
+        (run_dir / stale).unlink(missing_ok=True)
+    spec = server.spec
+    cmd = spider_command(server.origin, run_dir, state, incremental=incremental, sample=sample)
+    started = time.monotonic()
+    try:
+        with (run_dir / "stdout.txt").open("wb") as out:
+            proc = subprocess.run(
+                cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=False
+            )
+        rc, error = proc.returncode, None if proc.returncode == 0 else f"exit {proc.returncode}"
+    except subprocess.TimeoutExpired:
+        rc, error = -1, f"timed out after {timeout:.0f} s"
+    deploy = spec.deploys[k]
+    record = RunRecord(k, deploy.commit, deploy.iso, rc, time.monotonic() - started, error)
+    read_outputs(record, run_dir)
+    hits = server.hits_of(server.run)
+    record.requests = dict(Counter(f"{h.what} {h.status}" for h in hits))
+    record.page_gets = sorted({h.path for h in hits if h.what == "page" and h.status == 200})
+    return record
+
+
+def read_outputs(record: RunRecord, run_dir: Path) -> None:
+    feed = run_dir / "feed.jsonl"
+    reasons: Counter[str] = Counter()
+    if feed.is_file():
+        with feed.open(encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    continue
+                item = json.loads(line)
+                if "url" not in item:
+                    continue
+                record.items += 1
+                if item.get("refetch") is None:
+                    continue
+                reasons[str(item.get("refetch_reason"))] += 1
+                if item["refetch"]:
+                    path = urlsplit(item["url"]).path or "/"
+                    record.refetch[path] = str(item.get("refetch_reason"))
+    record.reasons = dict(reasons)
+    report_file = run_dir / "report.json"
+    report: Any = None
+    if report_file.is_file():
+        report = json.loads(report_file.read_text(encoding="utf-8"))
+        if isinstance(report, list):
+            report = report[0] if report else None
+    if not report:
+        record.error = record.error or "no site report"
+        return
+    for seg in report.get("segments", []):
+        record.segments[seg.get("segment", "?")] = {
+            "verdict": seg.get("verdict"),
+            "static_verdict": seg.get("static_verdict"),
+            "urls": seg.get("urls"),
+            "reason": seg.get("reason"),
+            "evidence": seg.get("evidence"),
+            "cross_run": seg.get("cross_run"),
+            "samples": [
+                {
+                    "url": urlsplit(s.get("url", "")).path,
+                    "lastmod": s.get("lastmod"),
+                    "page_modified": (s.get("page_modified") or {}).get("raw"),
+                    "page_modified_source": (s.get("page_modified") or {}).get("source"),
+                    "page_published": (s.get("page_published") or {}).get("raw"),
+                    "outcome": s.get("outcome"),
+                }
+                for s in (seg.get("samples") or [])[:12]
+            ],
+        }
+    record.incremental = report.get("incremental") or {}
+    log_file = run_dir / "spider.log"
+    if log_file.is_file():
+        with log_file.open(encoding="utf-8", errors="replace") as handle:
+            record.log_errors = sum(1 for line in handle if "] ERROR: " in line)
+
+
+# --------------------------------------------------------------------------------------
+# Scoring
+# --------------------------------------------------------------------------------------
+
+
+def accepted(label: dict[str, Any] | None, key: str = "accept") -> set[str]:
+    if not label:
+        return set()
+    return set(label.get(key) or label.get("accept") or [label["verdict"]])
+
+
+def runs_to_stay(ok: list[bool]) -> int | None:
+    """Runs until the verdict is right and stays right to the end (None: wrong at the end)."""
+    if not ok or not ok[-1]:
+        return None
+    k = len(ok)
+    while k > 0 and ok[k - 1]:
+        k -= 1
+    return k + 1
+
+
+def score_segment(label: dict[str, Any] | None, verdicts: list[str | None]) -> dict[str, Any]:
+    """Scores over the runs where the segment exists (from its first verdict to its last:
+    a category a site adds or removes is judged while it is there)."""
+    ok_set = accepted(label)
+    truth_v = label["verdict"] if label else None
+    present = [k for k, v in enumerate(verdicts) if v is not None]
+    span = verdicts[present[0] : present[-1] + 1] if present else []
+    right = [v in ok_set for v in span]
+    stay = runs_to_stay(right)
+    return {
+        "label": truth_v,
+        "accept": sorted(ok_set),
+        "verdicts": verdicts,
+        "runs_present": len(span),
+        "final": span[-1] if span else None,
+        "right_final": bool(right and right[-1]),
+        "strict_final": bool(span and span[-1] == truth_v),
+        "runs_to_right": stay,
+        "right_within": stay is not None and stay <= WITHIN,
+        "right_runs": sum(right),
+        "flaps": sum(1 for a, b in pairwise(span) if a != b),
+        "dangerous_runs": (
+            sum(1 for v in span if v in USABLE) if truth_v in DANGEROUS_TRUTH else 0
+        ),
+    }
+
+
+def _captured(path: str, gets: set[str]) -> bool:
+    return path in gets or (path + "/") in gets
+
+
+def score_fetches(tr: truth.Truth, records: list[RunRecord]) -> dict[str, Any]:
+    per_run = []
+    totals = Counter()
+    held: dict[str, int] = {}  # page -> version the spider holds
+    never: Counter[str] = Counter()
+    live_versions: dict[tuple[str, int], bool] = {}
+    for k, rec in enumerate(records):
+        gets = set(rec.page_gets)
+        changed, new = tr.changed(k), tr.new(k)
+        refetch = set(rec.refetch)
+        fetched_changed = {p for p in changed if _captured(p, gets)}
+        missed = changed - fetched_changed
+        listed = tr.listed(k)
+        stale = 0
+        for p in listed:
+            v = tr.versions[p][k]
+            live_versions.setdefault((p, v), False)
+            if _captured(p, gets):
+                held[p] = v
+                live_versions[(p, v)] = True
+            if held.get(p) != v:
+                stale += 1
+        row = {
+            "deploy": k,
+            "listed": len(listed),
+            "changed": len(changed),
+            "new": len(new) if k else 0,
+            "lastmod_moved": len(tr.lastmod_moved(k)),
+            "lastmod_moved_changed": len(tr.lastmod_moved(k) & changed),
+            "refetch_marked": len(refetch),
+            "refetch_marked_changed": len(refetch & changed),
+            "page_gets": len(gets),
+            "listed_gets": sum(1 for p in listed if _captured(p, gets)),
+            "changed_fetched": len(fetched_changed),
+            "missed": len(missed),
+            "missed_pages": sorted(missed)[:20],
+            "stale_after": stale,
+        }
+        per_run.append(row)
+        if k > 0:
+            for key in (
+                "changed",
+                "new",
+                "refetch_marked",
+                "refetch_marked_changed",
+                "page_gets",
+                "listed_gets",
+                "changed_fetched",
+                "missed",
+                "stale_after",
+                "listed",
+            ):
+                totals[key] += row[key]
+    for (p, v), got in live_versions.items():
+        if v > 0 and not got:
+            never[p] += 1
+    runs = max(1, len(records) - 1)
+    return {
+        "per_run": per_run,
+        "totals": dict(totals),
+        "refetch_per_run": totals["refetch_marked"] / runs,
+        "gets_per_run": totals["page_gets"] / runs,
+        "oracle_per_run": totals["changed"] / runs,
+        "missed_share": totals["missed"] / totals["changed"] if totals["changed"] else None,
+        "versions_never_fetched": sum(never.values()),
+        "stale_page_runs": totals["stale_after"] / totals["listed"] if totals["listed"] else None,
+    }
+
+
+# --------------------------------------------------------------------------------------
+# One site
+# --------------------------------------------------------------------------------------
+
+
+def bench_site(spec: corpus.SiteSpec, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    n = len(spec.deploys) if args.deploys is None else min(args.deploys, len(spec.deploys))
+    corpus.prepare([spec], args.mirror_root, args.cache, limit=n)
+    roots = [corpus.deploy_dir(args.cache, spec, k) for k in range(n)]
+    tr = truth.compute(spec, roots, args.cache / spec.name / "truth.json")
+    site_dir = workdir / spec.name
+    state = site_dir / "state.sqlite"
+    result: dict[str, Any] = {
+        "name": spec.name,
+        "repo": spec.repo,
+        "branch": spec.branch,
+        "generator": spec.generator,
+        "generator_version": spec.generator_version,
+        "deploys": n,
+        "pages": len(tr.pages),
+        "changed_per_deploy": [len(tr.changed(k)) for k in range(n)],
+    }
+    records: list[RunRecord] = []
+    try:
+        server = ReplayServer(spec, port_for(spec.name))
+    except OSError:
+        log(f"{spec.name}: port {port_for(spec.name)} in use; a free port (another sample draw)")
+        server = ReplayServer(spec)
+    with server:
+        result["origin"] = server.origin
+        for k in range(n):
+            server.set_deploy(roots[k], spec.deploys[k].time, k)
+            run_dir = site_dir / f"run{k:02d}"
+            rec = crawl(server, k, run_dir, state, incremental=k > 0, timeout=args.timeout)
+            if rec.returncode < -1:  # killed by a signal from outside: once more
+                log(f"{spec.name} deploy {k}: killed ({rec.returncode}); again")
+                server.drop_run(k)
+                rec = crawl(server, k, run_dir, state, incremental=k > 0, timeout=args.timeout)
+            records.append(rec)
+            log(
+                f"{spec.name} deploy {k} ({rec.clock}): exit {rec.returncode}, "
+                f"{rec.wall_s:.1f} s, {len(rec.page_gets)} page GETs, "
+                f"{len(rec.refetch)} refetch, changed {len(tr.changed(k))}; "
+                + ", ".join(f"{s}={v['verdict']}" for s, v in sorted(rec.segments.items())[:6])
+                + (f"; error: {rec.error}" if rec.error else "")
+            )
+        if not args.no_snapshot:
+            server.set_deploy(roots[-1], spec.deploys[n - 1].time, 1000)
+            snap = crawl(
+                server,
+                n - 1,
+                site_dir / "snapshot",
+                None,
+                incremental=False,
+                sample=False,
+                timeout=args.timeout,
+            )
+            result["snapshot"] = {
+                "returncode": snap.returncode,
+                "error": snap.error,
+                "segments": {
+                    s: {
+                        "verdict": v["verdict"],
+                        "reason": v["reason"],
+                        "label": (spec.label(s) or {}).get("verdict"),
+                        "right": v["verdict"] in accepted(spec.label(s), "snapshot_accept"),
+                    }
+                    for s, v in snap.segments.items()
+                },
+            }
+    segments = sorted({s for r in records for s in r.segments})
+    result["segments"] = {}
+    for s in segments:
+        scored = score_segment(spec.label(s), [r.verdict(s) for r in records])
+        last = next((r.segments[s] for r in reversed(records) if s in r.segments), {})
+        scored["urls"] = last.get("urls")
+        scored["last_reason"] = last.get("reason")
+        scored["last_evidence"] = last.get("evidence")
+        scored["last_cross_run"] = last.get("cross_run")
+        scored["last_samples"] = last.get("samples")
+        scored["first_reason"] = records[0].segments.get(s, {}).get("reason")
+        scored["label_note"] = (spec.label(s) or {}).get("note")
+        result["segments"][s] = scored
+    result["fetches"] = score_fetches(tr, records)
+    result["runs"] = [
+        {
+            "deploy": r.deploy,
+            "commit": r.commit,
+            "clock": r.clock,
+            "returncode": r.returncode,
+            "wall_s": round(r.wall_s, 1),
+            "error": r.error,
+            "items": r.items,
+            "reasons": r.reasons,
+            "requests": r.requests,
+            "verdicts": {s: v["verdict"] for s, v in r.segments.items()},
+            "reasons_by_segment": {s: v["reason"] for s, v in r.segments.items()},
+            "log_errors": r.log_errors,
+        }
+        for r in records
+    ]
+    result["failed_runs"] = [r.deploy for r in records if r.error]
+    return result
+
+
+# --------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------
+
+
+def pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines.extend("| " + " | ".join(str(c) for c in row) + " |" for row in rows)
+    return lines
+
+
+def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
+    segs = [v for r in results for v in r["segments"].values() if v["label"]]
+    unlabelled = [
+        f"{r['name']} {s}" for r in results for s, v in r["segments"].items() if not v["label"]
+    ]
+    tot: Counter[str] = Counter()
+    for r in results:
+        tot.update(r["fetches"]["totals"])
+    snaps = [v for r in results for v in (r.get("snapshot") or {}).get("segments", {}).values()]
+    return {
+        "sites": len(results),
+        "segments": len(segs),
+        "unlabelled_segments": unlabelled,
+        "right_within": sum(v["right_within"] for v in segs),
+        "right_final": sum(v["right_final"] for v in segs),
+        "strict_final": sum(v["strict_final"] for v in segs),
+        "dangerous_runs": sum(v["dangerous_runs"] for v in segs),
+        "dangerous_segments": sum(1 for v in segs if v["dangerous_runs"]),
+        "fetch_totals": dict(tot),
+        "missed_share": tot["missed"] / tot["changed"] if tot["changed"] else None,
+        "snapshot_right": sum(1 for v in snaps if v["right"]),
+        "snapshot_segments": len(snaps),
+        "failed_runs": sum(len(r["failed_runs"]) for r in results),
+    }
+
+
+def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    s = meta["summary"]
+    out = [
+        f"# Real-history benchmark ({meta['started']})",
+        "",
+        f"`{meta['command']}`: {s['sites']} sites, sitemapcrawl commit `{meta['commit']}`, "
+        f"{meta['wall_s']:.0f} s.",
+        "",
+        "## Overall",
+        "",
+        f"* segments with a label: {s['segments']}; right within {WITHIN} runs (and staying "
+        f"right): **{s['right_within']}**; right at the last run: **{s['right_final']}** "
+        f"(the label's own verdict: {s['strict_final']})",
+        f"* dangerous-trust runs (a STALE or GENERATION_TIME segment given TRUSTED, "
+        f"PROVISIONAL or OVER_REPORTING): **{s['dangerous_runs']}** on "
+        f"{s['dangerous_segments']} segments",
+        f"* runs 1..: pages whose main content changed {s['fetch_totals'].get('changed', 0)}; "
+        f"marked refetch {s['fetch_totals'].get('refetch_marked', 0)} (of them changed "
+        f"{s['fetch_totals'].get('refetch_marked_changed', 0)}); page GETs "
+        f"{s['fetch_totals'].get('page_gets', 0)}; missed changes "
+        f"**{s['fetch_totals'].get('missed', 0)}** ({pct(s['missed_share'])})",
+        f"* one-snapshot check (newest deploy, default settings, no state): "
+        f"{s['snapshot_right']} of {s['snapshot_segments']} segments as labelled",
+        f"* failed runs: {s['failed_runs']}",
+        "",
+    ]
+    if s["unlabelled_segments"]:
+        out += [f"Segments without a label: {', '.join(s['unlabelled_segments'])}", ""]
+    rows = []
+    for r in results:
+        segs = [v for v in r["segments"].values() if v["label"]]
+        f = r["fetches"]
+        rows.append(
+            [
+                r["name"],
+                r["generator"],
+                r["deploys"],
+                r["pages"],
+                f"{sum(v['right_within'] for v in segs)}/{len(segs)}",
+                f"{sum(v['right_final'] for v in segs)}/{len(segs)}",
+                sum(v["dangerous_runs"] for v in segs),
+                f"{f['refetch_per_run']:.1f}",
+                f"{f['gets_per_run']:.1f}",
+                f"{f['oracle_per_run']:.1f}",
+                f"{f['totals'].get('missed', 0)}/{f['totals'].get('changed', 0)}",
+                f"{len(r['failed_runs'])}",
+            ]
+        )
+    out += ["## Per site", ""]
+    out += table(
+        [
+            "site",
+            "generator",
+            "deploys",
+            "pages",
+            f"right ≤{WITHIN}",
+            "right last",
+            "danger runs",
+            "refetch/run",
+            "GETs/run",
+            "oracle/run",
+            "missed",
+            "failed",
+        ],
+        rows,
+    )
+    out += ["", "## Per segment", ""]
+    rows = []
+    for r in results:
+        for name, v in r["segments"].items():
+            rows.append(
+                [
+                    r["name"],
+                    f"`{name}`",
+                    v["urls"],
+                    v["label"] or "—",
+                    ",".join(v["accept"]) or "—",
+                    " ".join(_abbr(x) for x in v["verdicts"]),
+                    v["runs_to_right"] if v["runs_to_right"] is not None else "never",
+                    "yes" if v["right_final"] else "**no**",
+                    v["dangerous_runs"],
+                ]
+            )
+    out += table(
+        [
+            "site",
+            "segment",
+            "urls",
+            "label",
+            "accepted",
+            "verdict per run",
+            "runs",
+            "last",
+            "danger",
+        ],
+        rows,
+    )
+    out += [
+        "",
+        "Verdicts: T TRUSTED, P PROVISIONAL, G GENERATION_TIME, A ABSENT, S STALE, "
+        "O OVER_REPORTING, p PARTIAL, I INVALID, Z TZ_SHIFT, U UNVERIFIABLE, - none.",
+        "",
+    ]
+    out += ["## One-snapshot check (newest deploy, default settings, state off)", ""]
+    rows = []
+    for r in results:
+        for name, v in (r.get("snapshot") or {}).get("segments", {}).items():
+            rows.append(
+                [
+                    r["name"],
+                    f"`{name}`",
+                    v["verdict"],
+                    v["label"] or "—",
+                    "yes" if v["right"] else "no",
+                ]
+            )
+    out += table(["site", "segment", "verdict", "label", "as labelled"], rows)
+    out += ["", "## Reasons at the last run (segments not right)", ""]
+    for r in results:
+        for name, v in r["segments"].items():
+            if v["right_final"]:
+                continue
+            out.append(
+                f"* **{r['name']} `{name}`** {v['final']} (label {v['label']}): {v['last_reason']}"
+            )
+    out.append("")
+    return "\n".join(out)
+
+
+_ABBR = {
+    "TRUSTED": "T",
+    "PROVISIONAL": "P",
+    "GENERATION_TIME": "G",
+    "ABSENT": "A",
+    "STALE": "S",
+    "OVER_REPORTING": "O",
+    "PARTIAL": "p",
+    "INVALID": "I",
+    "TZ_SHIFT": "Z",
+    "UNVERIFIABLE": "U",
+}
+
+
+def _abbr(v: str | None) -> str:
+    return "-" if v is None else _ABBR.get(v, v)
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "sitemapcrawl"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out + ("+dirty" if dirty else "")
+
+
+# --------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in ("prepare", "run", "render"):
+        argv.insert(0, "run")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("cmd", choices=("prepare", "run", "render"))
+    parser.add_argument("path", nargs="?", help="render: the results JSON")
+    parser.add_argument("--sites", help="comma-separated site names (default: all)")
+    parser.add_argument("--quick", action="store_true", help=f"first {QUICK_DEPLOYS} deploys")
+    parser.add_argument("--deploys", type=int, help="first N deploys of each site")
+    parser.add_argument("--no-snapshot", action="store_true", help="skip the one-snapshot check")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per spider run")
+    parser.add_argument("--mirror-root", type=Path, default=corpus.DEFAULT_MIRRORS)
+    parser.add_argument("--cache", type=Path, default=corpus.DEFAULT_CACHE)
+    args = parser.parse_args(argv)
+    if args.quick and args.deploys is None:
+        args.deploys = QUICK_DEPLOYS
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.cmd == "render":
+        data = json.loads(Path(args.path).read_text(encoding="utf-8"))
+        Path(args.path).with_suffix(".md").write_text(markdown(data["sites"], data["meta"]))
+        return 0
+    specs = corpus.select(corpus.load_sites(), args.sites)
+    if args.cmd == "prepare":
+        corpus.prepare(specs, args.mirror_root, args.cache, limit=args.deploys)
+        return 0
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    commit = _commit()
+    workdir = OUT / "realweb" / stamp
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    results = []
+    for spec in specs:
+        log(f"{spec.name}: {spec.generator}, {spec.repo}@{spec.branch}")
+        results.append(bench_site(spec, args, workdir))
+    meta = {
+        "started": stamp,
+        "command": "python bench/realweb/run.py " + " ".join(sys.argv[1:]),
+        "commit": commit,
+        "wall_s": time.monotonic() - started,
+        "cpus": os.cpu_count(),
+        "workdir": str(workdir),
+    }
+    meta["summary"] = summarise(results)
+    base = OUT / f"realweb-{stamp}"
+    base.with_suffix(".json").write_text(
+        json.dumps({"meta": meta, "sites": results}, indent=1, default=str)
+    )
+    text = markdown(results, meta)
+    base.with_suffix(".md").write_text(text)
+    print(text)
+    log(f"wrote {base}.md and .json")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
