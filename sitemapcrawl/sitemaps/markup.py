@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 __all__ = [
+    "ATTRIBUTES",
     "ATTR_SPACE",
     "CACHE_MAX",
     "END",
@@ -55,7 +56,9 @@ SPACE: Final = re.compile(rb"[ \t\n\r]*")
 END: Final = re.compile(rb"[ \t\n\r]*>")
 _NAME = rb"[A-Za-z_][A-Za-z0-9_.\-]{0,99}"
 _QNAME = _NAME + rb"(?::" + _NAME + rb")?"
-_ATTRS = rb"((?:[ \t\n\r]+" + _QNAME + rb"[ \t\n\r]*=[ \t\n\r]*(?:\"[^\"<]*\"|'[^'<]*'))*)"
+#: Attributes of a tag, each with the white space before it (a pattern without groups).
+ATTRIBUTES: Final = rb"(?:[ \t\n\r]+" + _QNAME + rb"[ \t\n\r]*=[ \t\n\r]*(?:\"[^\"<]*\"|'[^'<]*'))*"
+_ATTRS = rb"(" + ATTRIBUTES + rb")"
 #: A tag: end?, name, attributes, empty?
 TAG: Final = re.compile(rb"<(/?)(" + _QNAME + rb")" + _ATTRS + rb"[ \t\n\r]*(/?)>")
 #: One token of a block: a tag (end?, name, attributes, empty?) or character data.
@@ -115,8 +118,11 @@ def text(raw: bytes) -> str:
 def _decode(raw: bytes) -> str:
     if raw.isascii():  # printable ASCII needs no checking but for "&" and "]]>"
         decoded = raw.decode("ascii")
-        if decoded.isprintable() and "&" not in decoded and "]]>" not in decoded:
-            return decoded
+        if decoded.isprintable() and "]]>" not in decoded:
+            if "&" not in decoded:
+                return decoded
+            if decoded.count("&") == decoded.count("&amp;"):  # the commonest reference only
+                return decoded.replace("&amp;", "&")
     if b"]]>" in raw:
         raise Unsupported("']]>' in character data")
     if _NOT_CHAR.search(raw):
@@ -308,7 +314,7 @@ class Markup:
                 raise Unsupported("an entry inside an entry")
             if not stack and local not in ("url", "sitemap"):
                 raise Unsupported(f"an element {local!r} between entries")
-            element = El(name, self._attributes(attrs) if attrs else {})
+            element = El(name, self.attributes(attrs) if attrs else {})
             if stack:
                 stack[-1].children.append(element)
             else:
@@ -326,7 +332,8 @@ class Markup:
             raise Unsupported("markup the scanner does not read")
         return root
 
-    def _attributes(self, attrs: bytes) -> dict[str, str]:
+    def attributes(self, attrs: bytes) -> dict[str, str]:
+        """A tag's attributes as lxml gives them (names expanded, values normalised)."""
         out: dict[str, str] = {}
         for match in _ATTR.finditer(attrs):
             raw_name, dq, sq = match.groups()

@@ -101,7 +101,9 @@ class SitemapReader:
     to lxml at the first thing it does not fully understand; the entries, counts and
     faults are those of lxml either way. ``parser`` says which read the body (``scan``,
     ``lxml``, or ``scan+lxml`` when the scanner gave up after yielding entries) and
-    ``scan_stopped`` why the scanner gave up; ``fast_path=False`` reads with lxml only.
+    ``scan_stopped`` why the scanner gave up, ``scan_general`` how many entries it read
+    through its light elements (shapes its patterns do not take); ``fast_path=False`` reads
+    with lxml only.
 
     >>> body = b'<urlset><url><loc>/a</loc><lastmod>2024-05-01</lastmod></url></urlset>'
     >>> reader = SitemapReader(body, "https://x.example/s.xml")
@@ -128,6 +130,7 @@ class SitemapReader:
         self.decoder = self._decoder()
         self.parser: str | None = None
         self.scan_stopped: str | None = None
+        self.scan_general = 0
         self.kind: str | None = None
         self.root: str | None = None
         self.rules = EntryRules(url, self.limits, now)
@@ -369,6 +372,7 @@ class SitemapReader:
         faults_before = len(self.faults)
         scan = Scan(self.rules, chunks, transcoded=self._transcoded)
         yield from scan
+        self.scan_general = scan.general
         if scan.complete:
             self.parser = "scan"
             return
