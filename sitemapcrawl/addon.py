@@ -79,11 +79,13 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_RETRY_AFTER_MAX": 180.0,
     # Output
     "SITEMAPCRAWL_DEDUPLICATE": True,  # one item per URL even when listed in several files
+    "SITEMAPCRAWL_SEGMENT_MIN_URLS": 5,  # a flat file's smaller path groups join "/"
     # URL items handed to pipelines and feeds per Scrapy item (SitemapUrlBatch); 1 = one each
     "SITEMAPCRAWL_ITEM_BATCH_SIZE": 250,
     # Lastmod verification (sitemapcrawl.middlewares, sitemapcrawl.pipelines)
     "SITEMAPCRAWL_VERIFY_ENABLED": True,  # L0 verdicts per segment and the site report
-    "SITEMAPCRAWL_SAMPLE_ENABLED": False,  # fetch sample pages (argument: sample=on)
+    # fetch a sample of pages to verify lastmod (argument: sample=off for discovery only)
+    "SITEMAPCRAWL_SAMPLE_ENABLED": True,
     "SITEMAPCRAWL_SAMPLE_SEGMENT_BUDGET": 30,
     "SITEMAPCRAWL_SAMPLE_SITE_BUDGET": 150,
     "SITEMAPCRAWL_SAMPLE_PANEL": 10,  # fixed URLs re-fetched every run, within the budget
