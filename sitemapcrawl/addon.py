@@ -106,6 +106,7 @@ DEFAULTS: dict[str, Any] = {
     # State across runs (sitemapcrawl.incremental): verdict history, lastmod history, fingerprints,
     # sitemap validators. Relative paths are under the crawl's working directory; "" = off.
     "SITEMAPCRAWL_STATE_PATH": ".scrapy/sitemapcrawl/state.sqlite",  # argument: state
+    "SITEMAPCRAWL_STATE_LOCK_TIMEOUT": 5.0,  # then crawl without the file another crawl holds
     "SITEMAPCRAWL_CONDITIONAL_SITEMAPS": True,  # If-None-Match / If-Modified-Since; 304 replays
     "SITEMAPCRAWL_INDEX_TRUST_MIN": 3,  # agreeing child changes before index lastmod skips
     "SITEMAPCRAWL_INDEX_AUDIT_SHARE": 0.1,  # skippable children fetched anyway, to check
