@@ -110,6 +110,7 @@ DEFAULTS: dict[str, Any] = {
     # site's last K (0: keep)
     "SITEMAPCRAWL_STATE_RETENTION_DAYS": 365,
     "SITEMAPCRAWL_STATE_KEEP_RUNS": 50,
+    "SITEMAPCRAWL_STATE_LOCK_TIMEOUT": 5.0,  # then crawl without the file another crawl holds
     "SITEMAPCRAWL_CONDITIONAL_SITEMAPS": True,  # If-None-Match / If-Modified-Since; 304 replays
     "SITEMAPCRAWL_INDEX_TRUST_MIN": 3,  # agreeing child changes before index lastmod skips
     "SITEMAPCRAWL_INDEX_AUDIT_SHARE": 0.1,  # skippable children fetched anyway, to check

@@ -1779,7 +1779,7 @@ def catalogue(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:
     """Build every selected case under one server and run their crawls, a few at a time."""
-    ours = [i for i in request.session.items if i.module is sys.modules[__name__]]
+    ours = [i for i in request.session.items if getattr(i, "module", None) is sys.modules[__name__]]
     wanted = {
         item.callspec.params["name"]
         for item in ours

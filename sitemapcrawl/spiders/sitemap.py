@@ -26,7 +26,7 @@ from scrapy.spiders import SitemapSpider
 from sitemapcrawl import meta
 from sitemapcrawl.crawlcontext import crawl_context
 from sitemapcrawl.downloadermiddlewares.sitemapredirect import SitemapRedirectRefused
-from sitemapcrawl.incremental.crawlstate import CrawlState, StateError
+from sitemapcrawl.incremental.crawlstate import CrawlState, StateError, StateLocked
 from sitemapcrawl.pipelines.report import site_reports
 from sitemapcrawl.spiders.arguments import ARGUMENT_NAMES, parse_arguments
 from sitemapcrawl.spiders.discoverylog import DiscoveryLog
@@ -203,6 +203,15 @@ class SitemapCrawlSpider(SitemapSpider):
             raise CloseSpider("bad_argument")
         try:
             self._open_state()
+        except StateLocked as exc:
+            # never stall behind another crawl: this one goes on, without the state file
+            self.discovery.inc("", "state/locked_count")
+            self.discovery.log_once(
+                "state_locked",
+                "",
+                f"state file not used: {exc}; this run is not incremental and keeps no "
+                "history (give each concurrent crawl its own file: -a state=PATH)",
+            )
         except StateError as exc:
             logger.error("Not crawling: %(error)s", {"error": exc})
             raise CloseSpider("bad_state") from None
