@@ -612,8 +612,11 @@ def received_body(
     guard stopped it; a stopped or cut download is logged, and read all the same."""
     body = response.body
     site = task.site
-    if "download_stopped" in response.flags:
-        if response.meta.get(meta.STOPPED) == "too_slow":
+    stopped = response.meta.get(meta.STOPPED)
+    # An HTML page stopped at 1 MiB is no sitemap: its kind is the fault (``html``), not
+    # a size cap it never reached.
+    if "download_stopped" in response.flags and stopped != "html":
+        if stopped == "too_slow":
             log.inc(site, "errors/too_slow_count")
             message = (
                 f"download still running after {deadline:.0%} of its timeout "
