@@ -44,9 +44,9 @@ _P = "sitemapcrawl/"
 
 class GlueFault(NamedTuple):
     """A fault code of the spider side: when it is recorded, the stat (under
-    ``sitemapcrawl/``; ``{code}`` is the code itself, for a family) counted every time it
-    happens, and what the crawl does next. Each is also one WARNING per (code, URL) and an
-    entry of the site report's ``faults``."""
+    ``sitemapcrawl/``; ``{code}`` is the code itself, for a family; ``{why}`` the scope
+    rule) counted every time it happens, and what the crawl does next. Each is also one
+    WARNING per (code, URL) and an entry of the site report's ``faults``."""
 
     when: str
     stat: str
@@ -67,8 +67,9 @@ GLUE_FAULTS: Final[dict[str, GlueFault]] = {
         "robots.txt answered 5xx after retries, or could not be fetched (no answer, "
         "refused, more than 5 redirects)",
         "robots/unreachable_count",
-        "RFC 9309 complete disallow: no sitemap, no page of the site (with ROBOTSTXT_OBEY off: "
-        "guessing, and the stat is robots/status_count/<5xx> or robots/failed_count/<exception>)",
+        "RFC 9309 complete disallow: no sitemap, no page of the site (with ROBOTSTXT_OBEY "
+        "off: guessing, and the stat is robots/status_count/{status} or "
+        "robots/failed_count/{exception})",
     ),
     "robots_large": GlueFault(
         "robots.txt over SITEMAPCRAWL_ROBOTS_MAX_SIZE (download stopped) or over the "
@@ -104,8 +105,8 @@ GLUE_FAULTS: Final[dict[str, GlueFault]] = {
     ),
     "<exception>": GlueFault(
         "the download failed otherwise: the exception's class name "
-        "(ConnectionRefusedError, CannotResolveHostError, IgnoreRequest for a redirect "
-        "to a private address...)",
+        "(DownloadConnectionRefusedError, CannotResolveHostError, IgnoreRequest for a "
+        "redirect to a private address...)",
         "sitemaps/failed_count/{code}",
         "the file is skipped",
     ),
@@ -128,7 +129,7 @@ GLUE_FAULTS: Final[dict[str, GlueFault]] = {
     "<kind>": GlueFault(
         "the body is not a sitemap; the code is its kind: " + ", ".join(NOT_A_SITEMAP),
         "sitemaps/failed_count/{code}",
-        "not read (also counted as the reader's fault, errors/<reader code>_count); a "
+        "not read (also counted as the reader's fault, errors/{reader code}_count); a "
         "guessed location that is not a sitemap is a quiet miss instead",
     ),
     # redirects
@@ -185,7 +186,7 @@ GLUE_FAULTS: Final[dict[str, GlueFault]] = {
     ),
     # the state file
     "index_lastmod_miss": GlueFault(
-        "a child changed while its <lastmod> in the index did not (logged against the index)",
+        "a child changed while its lastmod in the index did not (logged against the index)",
         "state/index_lastmod_miss_count",
         "the index's lastmods no longer let children be skipped",
     ),
@@ -203,14 +204,14 @@ GLUE_FAULTS: Final[dict[str, GlueFault]] = {
     ),
     "scope_dropped": GlueFault(
         "the scope policy dropped more URLs than were kept",
-        "scope/dropped_count/<why> (each URL dropped, by why)",
+        "scope/dropped_count/{why}",
         "the message names the hosts and the argument that keeps them",
     ),
 }
 
 _FAMILIES = (
     ("http_<status>", re.compile(r"http_[1-9]\d\d")),
-    ("<exception>", re.compile(r"[A-Z]\w*|error")),
+    ("<exception>", re.compile(r"_*[A-Z]\w*|error")),
     ("<kind>", re.compile("|".join(NOT_A_SITEMAP))),
 )
 
@@ -228,7 +229,7 @@ def fault_stat(code: str) -> str:
     key = fault_key(code)
     if key is None:
         raise KeyError(code)
-    return GLUE_FAULTS[key].stat.format(code=code)
+    return GLUE_FAULTS[key].stat.replace("{code}", code)
 
 
 class DiscoveryLog:
