@@ -72,7 +72,7 @@ NOT_SITEMAPS = {
 
 FILES: dict[str, str] = {
     # crawl A: one file (or endpoint) per download, redirect, index and scope fault
-    "a/robots.txt": "Sitemap: {base}/a/ok.xml\n",
+    "a/robots.txt": "Sitemap: {base}/a/ok.xml\nSitemap: not a url\nSitemap: ftp://f.example/s\n",
     "a/ok.xml": urlset("{base}/a/page-1", "{base}/a/page-2"),
     "a/drip.xml": urlset(*(f"{{base}}/a/drip-{i}" for i in range(12))),
     # the first URL, then padding past the download cap, then one never read
@@ -209,6 +209,15 @@ EXPECTED: dict[str, list[Expect]] = {
             + r"\w+"
             + lit(" on other hosts: localhost:{port} (10); -a scope=off keeps them"),
             count=10,
+        ),
+        Expect(
+            "robots_invalid_sitemap",
+            "{base}/a/robots.txt",
+            lit(
+                "2 Sitemap line(s) skipped: not an http(s) URL a request can be made for "
+                "(first: 'not a url')"
+            ),
+            count=2,
         ),
         Expect(
             "robots_unreachable",

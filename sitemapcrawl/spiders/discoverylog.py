@@ -82,6 +82,12 @@ GLUE_FAULTS: Final[dict[str, GlueFault]] = {
         "robots/html_count",
         "ignored: no rules, no Sitemap line; guessing as configured",
     ),
+    "robots_invalid_sitemap": GlueFault(
+        "Sitemap lines of robots.txt that are not http(s) URLs a request can be made for "
+        "(undecodable bytes, white space or a control character inside, another scheme)",
+        "robots/invalid_sitemaps_count",
+        "those lines are skipped (counted each), the others read; said once, with the first",
+    ),
     # a sitemap's download
     "http_<status>": GlueFault(
         "a sitemap answered an error status (4xx, or 5xx after retries)",
