@@ -1249,7 +1249,7 @@ def _(c: Ctx) -> Case:
         [c.base + path],
         [c.page("valid")],
         merge(robots_stats(200, 1, robots__invalid_sitemaps_count=3), parsed(1, found=1)),
-        [],
+        [(c.base + path, "robots_invalid_sitemap")],  # said once, counted for each line
         args={"guess": "off"},
     )
 
@@ -1722,6 +1722,7 @@ def our_stats(stats: dict[str, Any]) -> dict[str, Any]:
 
 
 _FAULTS = (
+    ("Sitemap line(s) skipped: not an http(s) URL", "robots_invalid_sitemap"),
     ("the site is off limits", "robots_unreachable"),
     ("no answer in time", "timeout"),
     ("on another host; not read", "redirect_other_host"),
