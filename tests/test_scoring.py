@@ -274,7 +274,16 @@ SIGNAL_CASES: list[tuple[str, Callable[[], list[LastMod | None]], dict[str, Any]
     ("news_stamped", news_stamped, {"news": True}, ["generation_time_suspected"]),
     ("news_burst_not_news", news_burst, {}, ["generation_time_suspected"]),
     ("invalid_heavy", invalid_heavy, {}, ["partial", "invalid"]),
-    ("too_few", lambda: generation_time()[:19], {}, ["too_few"]),
+    # 19 stamps over 2 minutes: too few for a 10-minute window to mean anything
+    ("too_few", lambda: generation_time()[::27], {}, ["too_few"]),
+    # 19 pages within 5 seconds: one stamp to the second, however few (issue 20)
+    (
+        "too_few_in_a_burst",
+        lambda: generation_time()[:19],
+        {},
+        ["too_few", "generation_time_suspected"],
+    ),
+    ("too_few_burst_of_dates", lambda: daily_stamp()[:19], {}, ["too_few"]),
     (
         # an old deploy stamp aligned with the sitemap's own Last-Modified
         "old_cluster_aligned",
