@@ -167,8 +167,8 @@ def _archive_days(
     context: CrawlContext, record: SegmentRecord, site: SiteView | None
 ) -> float | None:
     """How many days the sampled pages' publication dates span (the site's pages when
-    the segment's lastmods are in its site's stamp), with at least 3 of them."""
-    if site is not None and site.stamped:
+    the segment's lastmods are in its site's stamp or burst), with at least 3 of them."""
+    if site is not None and (site.stamped or site.burst):
         samples = [s for r in context.segments.values() if r.site == record.site for s in r.samples]
     else:
         samples = record.samples

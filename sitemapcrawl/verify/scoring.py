@@ -827,6 +827,16 @@ class SiteView:
             and self.in_cluster >= GENERATION_WINDOW_SHARE
         )
 
+    @property
+    def burst(self) -> bool:
+        """The site's lastmods are one burst stamp (:func:`burst_stamp`), recent or not,
+        and this segment is in it: a build stamp, whether or not the build was recent."""
+        return (
+            self.segments > 1
+            and self.in_cluster >= GENERATION_WINDOW_SHARE
+            and burst_stamp(self.l0)
+        )
+
     def as_dict(self) -> dict[str, Any]:
         """The evidence a verdict carries about the site."""
         return {
@@ -1148,12 +1158,12 @@ def stamp_cluster(l0: SegmentL0, site: SiteView | None = None) -> tuple[datetime
     """The span of a segment's lastmods when they are one stamp: the dates its pages would
     echo (:func:`page_stamps`). One stamp is 90 % of at least ``STAMP_MIN_N_L`` lastmods
     within one 10-second burst, or on one day when they are dates, or the lastmods' share
-    of their site's generation-time cluster. (A 10-minute window is not enough: edits made
-    together in a few minutes are edits, and their pages' dates are evidence.)
-    None otherwise."""
+    of their site's generation-time cluster or burst stamp. (A 10-minute window is not
+    enough: edits made together in a few minutes are edits, and their pages' dates are
+    evidence.) None otherwise."""
     if l0.cluster_start is None or l0.cluster_end is None:
         return None
-    if site is not None and site.stamped:
+    if site is not None and (site.stamped or site.burst):
         return l0.cluster_start, l0.cluster_end
     if burst_stamp(l0):
         return l0.cluster_start, l0.cluster_end
@@ -1216,7 +1226,7 @@ class _Sample:
             signals = [sig for sig in signals if sig != "clustered_old"]
             signals.append("generation_time_suspected")
             by_site = site
-        burst = burst_stamp(l0) or (site is not None and site.stamped and burst_stamp(site.l0))
+        burst = burst_stamp(l0) or (site is not None and site.burst)
         archive = None
         if (
             burst
@@ -1536,10 +1546,7 @@ def _too_little_evidence(s: _Sample) -> str:
         return f"No page of this segment was sampled: {s.unsampled}."
     unread = f", {s.n_unread} could not be read" if s.n_unread else ""
     if s.counts[PAGE_STAMP]:
-        unread += (
-            f", {s.counts[PAGE_STAMP]} carry a template or build stamp (a date shared by "
-            "most sampled pages, or the lastmods' own stamp)"
-        )
+        unread += f", {s.counts[PAGE_STAMP]} carry a template or build stamp"
     if s.problems:
         unread += "".join(
             f", {count} {_PROBLEM_TEXT.get(name, name)}"
