@@ -14,6 +14,7 @@ from scrapy.settings import SETTINGS_PRIORITIES
 from .distributed import redis_settings
 from .downloadermiddlewares.httpcompression import SitemapHttpCompressionMiddleware
 from .downloadermiddlewares.privateredirect import PrivateRedirectMiddleware
+from .downloadermiddlewares.retry import SitemapRetryMiddleware
 from .downloadermiddlewares.robotstxt import SitemapRobotsTxtMiddleware
 from .downloadermiddlewares.sitemapredirect import SitemapRedirectMiddleware
 from .extensions.progress import SitemapProgressExtension
@@ -53,7 +54,9 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_GUESS_AT_ONCE": 2,
     "SITEMAPCRAWL_SCOPE": "host",  # host | path | robots | off
     # Limits per run (0 = no limit)
-    "SITEMAPCRAWL_MAX_SITEMAPS": 0,
+    "SITEMAPCRAWL_MAX_SITEMAPS": 1000,
+    # no sitemap is requested once discovery has run this long (0: no limit)
+    "SITEMAPCRAWL_MAX_DISCOVERY_SECONDS": 3600.0,
     "SITEMAPCRAWL_MAX_URLS": 0,
     "SITEMAPCRAWL_MAX_DEPTH": 5,
     # Sitemaps downloaded or being read at once: each holds its body and a parser, so this
@@ -65,10 +68,15 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_MAX_URLS_PER_FILE": 50_000,  # the protocol's limit: more is a violation
     "SITEMAPCRAWL_KEEP_EXCESS_URLS": True,  # keep (and flag) URLs past that limit
     "SITEMAPCRAWL_MAX_LOC_LENGTH": 2048,
-    "SITEMAPCRAWL_ROBOTS_MAX_SIZE": 5 * 1024 * 1024,  # bytes downloaded for robots.txt
+    # bytes of robots.txt read (RFC 9309: at least 500 KiB); its Sitemap lines up to there
+    "SITEMAPCRAWL_ROBOTS_MAX_SIZE": 500 * 1024,
     # A sitemap download still running after this share of its download_timeout is stopped
     # and what arrived is parsed (a server dripping bytes would otherwise cost everything).
     "SITEMAPCRAWL_READ_DEADLINE": 0.8,
+    # A robots.txt or sitemap request's own deadline, retries included (seconds; 0: none)
+    "SITEMAPCRAWL_SITEMAP_DEADLINE": 20.0,
+    # A 429/503 asking (Retry-After) to wait longer than this is given up at once
+    "SITEMAPCRAWL_RETRY_AFTER_MAX": 180.0,
     # Output
     "SITEMAPCRAWL_DEDUPLICATE": True,  # one item per URL even when listed in several files
     # URL items handed to pipelines and feeds per Scrapy item (SitemapUrlBatch); 1 = one each
@@ -134,6 +142,7 @@ def _splits_feeds(settings: BaseSettings) -> bool:
 
 _STOCK_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 _STOCK_COMPRESSION = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
+_STOCK_RETRY = "scrapy.downloadermiddlewares.retry.RetryMiddleware"
 
 
 class SitemapCrawlAddon:
@@ -205,6 +214,10 @@ class SitemapCrawlAddon:
         if middlewares.get(_STOCK_ROBOTS, 0) is not None:
             middlewares[_STOCK_ROBOTS] = None
             middlewares.setdefault(SitemapRobotsTxtMiddleware, 100)
+        # robots.txt and sitemaps get a deadline and Retry-After (retry.py); pages as before.
+        if middlewares.get(_STOCK_RETRY, 0) is not None:
+            middlewares[_STOCK_RETRY] = None
+            middlewares.setdefault(SitemapRetryMiddleware, 550)
         # Sitemap bodies stay encoded for the core's streaming decoder (httpcompression.py).
         if middlewares.get(_STOCK_COMPRESSION, 0) is not None:
             middlewares[_STOCK_COMPRESSION] = None

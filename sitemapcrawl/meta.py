@@ -5,15 +5,19 @@ from __future__ import annotations
 __all__ = [
     "COUNTED",
     "EXPECTED",
+    "GAVE_UP",
     "HEADERS_AT",
+    "HTML",
     "LINK",
     "LOCAL",
+    "PAGE_CAP",
     "RECEIVED",
     "REDIRECT_TAKEN",
     "REFETCH",
     "ROBOTS",
     "SAMPLE",
     "SITEMAP",
+    "STARTED",
     "STOPPED",
 ]
 
@@ -27,7 +31,9 @@ ROBOTS = "sitemapcrawl_robots"
 COUNTED = "sitemapcrawl_counted"
 #: Bytes of a sitemap body received so far.
 RECEIVED = "sitemapcrawl_received"
-#: Why the download guard stopped a sitemap body: ``too_large`` or ``too_slow``.
+#: A sitemap or robots.txt body that starts as an HTML document (an error page?).
+HTML = "sitemapcrawl_html"
+#: Why the download guard stopped a sitemap body: ``too_large``, ``too_slow``, ``html``.
 STOPPED = "sitemapcrawl_stopped"
 #: A sitemap body's announced length (0: unknown).
 EXPECTED = "sitemapcrawl_expected"
@@ -35,6 +41,15 @@ EXPECTED = "sitemapcrawl_expected"
 HEADERS_AT = "sitemapcrawl_headers_at"
 #: The URL the sitemap redirect middleware let a redirected sitemap request go to.
 REDIRECT_TAKEN = "sitemapcrawl_redirect_taken"
+#: When a robots.txt or sitemap request was first tried (``time.monotonic``): its deadline
+#: counts from there, retries included.
+STARTED = "sitemapcrawl_started"
+#: Why the retry middleware gave a robots.txt or sitemap response up at once:
+#: ``retry_after`` (it asked to wait too long) or ``deadline``.
+GAVE_UP = "sitemapcrawl_gave_up"
+#: A page fetched for verification: its body is read up to this many bytes (the head
+#: holds the dates), then its download is stopped, not refused whole.
+PAGE_CAP = "sitemapcrawl_page_cap"
 #: A sampled page request: its segment's name.
 SAMPLE = "sitemapcrawl_sample"
 #: A page refetched on an incremental run: why it was marked.

@@ -46,7 +46,8 @@ Special endpoints (``PATH`` is a file under ROOT, placeholders already substitut
 ``/_/drip/BYTES_PER_SEC/PATH``                         headers, then a chunk each second
 ``/_/reset/PATH``                                      full Content-Length, half the body, RST
 ``/_/truncate/NBYTES/PATH``                            first NBYTES only, matching length
-``/_/endless``                                         endless chunked urlset (1 GiB cap)
+``/_/endless[?html=1&status=CODE]``                     endless chunked urlset (1 GiB cap), or
+                                                       an endless HTML page with that status
 ``/_/headers/PATH?Name=Value&...``                     add/override (empty value: remove)
 ``/_/calendar/YEAR/MONTH``                             an endless HTML calendar: links to the
                                                        next and previous month and 31 day
@@ -756,6 +757,20 @@ class MockRequestHandler(BaseHTTPRequestHandler):
 
     def _ep_endless(self, rest: list[str], query: str) -> None:
         base = self.server.base
+        params = self._params(query)
+        if params.get("html"):  # an error page that never ends: ?html=1&status=404
+            status = self._status_code(params.get("status", "200"))
+
+            def page() -> Iterator[bytes]:
+                yield b"<!DOCTYPE html><html><head><title>Not found</title></head><body>\n"
+                sent = 0
+                while sent < ENDLESS_LIMIT:
+                    sent += 65536
+                    yield b"<p>" + b"x" * 65529 + b"</p>"
+
+            self._stream(status, [("Content-Type", "text/html")], page())
+            self.close_connection = True
+            return
 
         def chunks() -> Iterator[bytes]:
             sent = len(URLSET_HEAD)

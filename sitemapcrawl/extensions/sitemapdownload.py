@@ -24,7 +24,22 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-__all__ = ["SitemapDownloadExtension"]
+__all__ = ["HTML_MAX_SIZE", "SitemapDownloadExtension", "looks_like_html"]
+
+#: An HTML body (an error page, a soft 404) is read no further than this.
+HTML_MAX_SIZE = 1024 * 1024
+_HTML_STARTS = (b"<!doctype html", b"<html", b"<head", b"<body")
+
+
+def looks_like_html(head: bytes) -> bool:
+    """Whether a body's first bytes are an HTML document's (after a BOM and white space).
+
+    >>> looks_like_html(b"\xef\xbb\xbf  <!DOCTYPE html><html>")
+    True
+    >>> looks_like_html(b"<?xml version='1.0'?><urlset>")
+    False
+    """
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip().lower().startswith(_HTML_STARTS)
 
 
 class SitemapDownloadExtension:
@@ -40,6 +55,7 @@ class SitemapDownloadExtension:
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
         self._maxsize = settings.getint("SITEMAPCRAWL_MAX_DOWNLOAD_SIZE")
+        self._robots_maxsize = settings.getint("SITEMAPCRAWL_ROBOTS_MAX_SIZE")
         self._timeout = settings.getfloat("DOWNLOAD_TIMEOUT")
         self._deadline = settings.getfloat("SITEMAPCRAWL_READ_DEADLINE")
         crawler.signals.connect(self._on_headers, signal=signals.headers_received)
@@ -52,19 +68,36 @@ class SitemapDownloadExtension:
     def _on_headers(
         self, headers: Any, body_length: int, request: Request, spider: Any = None
     ) -> None:
-        if request.meta.get(meta.SITEMAP):
+        if request.meta.get(meta.SITEMAP) or request.meta.get(meta.ROBOTS):
             # Twisted says UNKNOWN_LENGTH (a string) for a chunked body
             known = isinstance(body_length, int) and body_length > 0
             request.meta[meta.EXPECTED] = body_length if known else 0
             request.meta[meta.HEADERS_AT] = time.monotonic()
 
     def _on_bytes(self, data: bytes, request: Request, spider: Any = None) -> None:
-        if not request.meta.get(meta.SITEMAP):
+        page_cap = request.meta.get(meta.PAGE_CAP)
+        if page_cap:  # a page fetched for its dates: what its head holds is enough
+            received = request.meta.get(meta.RECEIVED, 0) + len(data)
+            request.meta[meta.RECEIVED] = received
+            if received >= page_cap:
+                request.meta[meta.STOPPED] = "too_large"
+                raise StopDownload(fail=False)
             return
-        received = request.meta.get(meta.RECEIVED, 0) + len(data)
+        robots = bool(request.meta.get(meta.ROBOTS))
+        if not robots and not request.meta.get(meta.SITEMAP):
+            return
+        received = request.meta.get(meta.RECEIVED, 0)
+        if not received:
+            request.meta[meta.HTML] = looks_like_html(data[:256])
+        received += len(data)
         request.meta[meta.RECEIVED] = received
-        if received >= self._maxsize > 0:
+        maxsize = self._robots_maxsize if robots else self._maxsize
+        if received >= maxsize > 0:
             request.meta[meta.STOPPED] = "too_large"
+            raise StopDownload(fail=False)
+        if received >= HTML_MAX_SIZE and request.meta.get(meta.HTML):
+            # an error page or soft 404: enough of it was read to know it is no sitemap
+            request.meta[meta.STOPPED] = "html"
             raise StopDownload(fail=False)
         # The clock starts with the headers (time queued in the downloader does not count,
         # and Scrapy's own timeout has at least this much left).

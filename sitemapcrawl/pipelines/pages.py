@@ -82,7 +82,10 @@ class PageFetcher:
         not an error of the crawl: Scrapy gives up on it with a WARNING."""
         return {
             "handle_httpstatus_all": True,
-            "download_maxsize": self._page_max_size,
+            # no Scrapy cap: the download guard stops the body at the cap and the page is
+            # read up to there (sitemapcrawl.extensions.sitemapdownload)
+            "download_maxsize": 0,
+            meta.PAGE_CAP: self._page_max_size,
             "download_warnsize": 0,
             "give_up_log_level": "WARNING",
         }
@@ -295,7 +298,10 @@ class PageFetcher:
         modification date (ISO) when it has one."""
         t_ref = record.t_ref or self._context.started
         evidence = page_evidence(response.body, response.url, _headers(response), now=t_ref)
-        self._count_problems(evidence.problems, _P, record.site)
+        problems = list(evidence.problems)
+        if "download_stopped" in response.flags and "truncated" not in problems:
+            problems.append("truncated")  # read up to the page cap: the head holds the dates
+        self._count_problems(problems, _P, record.site)
         best = evidence.best_modified
         page_modified = best.value.iso if best is not None and best.value is not None else None
         published = evidence.published[0] if evidence.published else None
@@ -318,7 +324,7 @@ class PageFetcher:
             ),
             etag=evidence.etag,
             fingerprint=evidence.fingerprint,
-            problems=list(evidence.problems),
+            problems=problems,
         )
         self._inc(record.site, _P + "fetched_count")
         return outcome, page_modified

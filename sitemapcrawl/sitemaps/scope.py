@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 from urllib.parse import urlsplit
 
-__all__ = ["SCOPE_MODES", "ScopePolicy", "private_address", "same_host"]
+__all__ = [
+    "SCOPE_MODES",
+    "ScopePolicy",
+    "dedupe_key",
+    "normal_host",
+    "private_address",
+    "same_host",
+]
 
 #: ``host``: the site's host or its ``www.`` twin; ``path``: the sitemaps.org rule (under
 #: the sitemap file's own directory); ``robots``: ``path``, or ``host`` for sitemaps the
@@ -13,8 +21,24 @@ __all__ = ["SCOPE_MODES", "ScopePolicy", "private_address", "same_host"]
 SCOPE_MODES = ("host", "path", "robots", "off")
 
 
-def _bare_host(host: str) -> str:
+def normal_host(host: str) -> str:
+    """A host as compared: lower case, no trailing dot, an IPv4 address in dotted-quad form
+    whatever form it was written in (``127.1``, ``0x7f.0.0.1``, ``2130706433``).
+
+    >>> normal_host("Example.COM."), normal_host("0x7f.0.0.1"), normal_host("2130706433")
+    ('example.com', '127.0.0.1', '127.0.0.1')
+    """
     host = host.lower().rstrip(".")
+    if host and host[-1].isdigit() and all(c in "0123456789abcdefx." for c in host):
+        try:
+            return socket.inet_ntoa(socket.inet_aton(host))
+        except OSError:
+            return host
+    return host
+
+
+def _bare_host(host: str) -> str:
+    host = normal_host(host)
     return host[4:] if host.startswith("www.") else host
 
 
@@ -22,7 +46,7 @@ def _split(url: str) -> tuple[str, str, str]:
     """(scheme, host[:port] without default port, path) of a URL, lowercased where it may be."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
-    host = (parts.hostname or "").rstrip(".")
+    host = normal_host(parts.hostname or "")
     try:
         port = parts.port
     except ValueError:
@@ -57,6 +81,26 @@ class ScopePolicy:
             f"{scheme}://{www}{bare}/" for scheme in ("http", "https") for www in ("", "www.")
         )
         self._path_cache: dict[str, tuple[str, ...]] = {}
+        #: hosts whose sitemap files the site vouched for (robots.txt, the user's own URLs)
+        self._vouched: set[str] = set()
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        """Prefixes that URLs of the site's host, spelled as usual, start with."""
+        return self._prefixes
+
+    def vouch(self, url: str) -> None:
+        """Sitemap files on ``url``'s host are the site's (a robots.txt ``Sitemap:`` line, a
+        URL the user gave): an index there may list children on that host."""
+        self._vouched.add(_bare_host(_split(url)[1]))
+
+    def sitemap_reason(self, url: str) -> str | None:
+        """None when a sitemap file at ``url`` (an index's child, a redirect's target) may
+        be read: on the site's host or its ``www.`` twin, or a host the site vouched for;
+        else ``other_host``. Nothing is out of scope with ``off``."""
+        if self.mode == "off" or self._host_ok(url):
+            return None
+        return None if _bare_host(_split(url)[1]) in self._vouched else "other_host"
 
     def _host_ok(self, url: str) -> bool:
         if url.startswith(self._prefixes):
@@ -134,3 +178,18 @@ def same_host(url: str, other: str) -> bool:
     False
     """
     return _bare_host(_split(url)[1]) == _bare_host(_split(other)[1])
+
+
+def dedupe_key(url: str) -> str:
+    """``url`` with its scheme and host as compared (see :func:`normal_host`, default port
+    dropped), the rest as written: two spellings of one URL have one key.
+
+    >>> dedupe_key("HTTP://Example.com.:80/A?b")
+    'http://example.com/A?b'
+    """
+    scheme, host, _ = _split(url)
+    rest = url.split("//", 1)[1]
+    slash = rest.find("/")
+    query = rest.find("?")
+    cut = min(i for i in (slash, query, len(rest)) if i >= 0)
+    return f"{scheme}://{host}{rest[cut:]}"

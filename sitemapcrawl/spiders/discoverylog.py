@@ -99,13 +99,30 @@ class DiscoveryLog:
     def redirect_refused(self, task: SitemapTask, why: str, target: str) -> None:
         """A redirect not followed (see ``SitemapFrontier.redirect_refusal``). A top-level
         file that leads to one requested already is the same file under another name:
-        listed as a duplicate, no fault. Anything else is a loop, cut and logged."""
+        listed as a duplicate, no fault. A redirect out of scope or back into its own
+        chain is a named fault; anything else is a loop, cut and logged."""
+        site = task.site
         if why == "duplicate" and not task.depth and task.parent is None:
             self.top_level(task, duplicate_of=target)
-            self.inc(task.site, "sitemaps/duplicate_file_count")
+            self.inc(site, "sitemaps/duplicate_file_count")
             return
-        self.inc(task.site, "sitemaps/loop_count")
-        self.log_once("loop", task.url, f"redirects to {target}, already read; loop cut", task.site)
+        self.top_level(task, error=why)
+        if why == "other_host":
+            self.inc(site, "sitemaps/out_of_scope_count")
+            message = f"redirects to {target}, on another host; not read (-a scope=off reads it)"
+            self.log_once("redirect_other_host", task.url, message, site)
+        elif why == "too_many_redirects":
+            self.inc(site, "sitemaps/failed_count")
+            self.inc(site, "sitemaps/failed_count/too_many_redirects")
+            message = "redirected more than 10 times; given up"
+            self.log_once("too_many_redirects", task.url, message, site)
+        elif why == "redirect_loop":
+            self.inc(site, "sitemaps/redirect_loop_count")
+            message = f"redirects in a loop (back to {target}); given up"
+            self.log_once("redirect_loop", task.url, message, site)
+        else:
+            self.inc(site, "sitemaps/loop_count")
+            self.log_once("loop", task.url, f"redirects to {target}, already read; loop cut", site)
 
     def dropped_hosts(self, site: str, hosts: Counter[str]) -> None:
         """URLs of ``site``'s sitemaps dropped as another host's, by host."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import logging
 import sys
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +27,12 @@ from sitemapcrawl.distributed import SharedProgress, requeue
 from sitemapcrawl.sitemaps.scope import private_address
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator, Sequence
 
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
+    from sitemapcrawl.sitemaps.scope import ScopePolicy
     from sitemapcrawl.spiders.arguments import CrawlArguments
     from sitemapcrawl.spiders.discoverylog import DiscoveryLog
 
@@ -62,19 +64,32 @@ class SitemapFrontier:
     queue: the queue is the gate there), ``SITEMAPCRAWL_REDIS_WAIT``.
     """
 
-    def __init__(
-        self, crawler: Crawler, spider: Spider, args: CrawlArguments, log: DiscoveryLog
+    def __init__(  # noqa: PLR0917 - the spider builds its parts in one place
+        self,
+        crawler: Crawler,
+        spider: Spider,
+        args: CrawlArguments,
+        log: DiscoveryLog,
+        scope_policy: Callable[[str], ScopePolicy],
+        build: Callable[[SitemapTask, int], Request],
     ) -> None:
         settings = crawler.settings
         self._crawler = crawler
         self._args = args
         self._log = log
+        self._scope_policy = scope_policy
         #: canonical URLs of every sitemap requested (or read from the state file)
         self.visited: set[str] = set()
         self.scheduled = 0  # sitemaps counted against max_sitemaps
         self._in_flight = 0
         self._seq = 0
-        self._waiting: list[tuple[int, int, Request]] = []
+        #: sitemaps held back for a place: (-priority, order, task, priority); their
+        #: requests are built when they leave, so an index of 50,000 children costs
+        #: 50,000 small tasks here, not 50,000 requests
+        self._waiting: list[tuple[int, int, SitemapTask, int]] = []
+        self._build = build
+        self._started = time.monotonic()
+        self._time_budget = settings.getfloat("SITEMAPCRAWL_MAX_DISCOVERY_SECONDS")
         self._downloading: dict[str, Request] = {}
         self.distributed = bool(settings.get("SITEMAPCRAWL_REDIS_URL"))
         self._concurrent = (
@@ -108,8 +123,9 @@ class SitemapFrontier:
 
     def accepts(self, task: SitemapTask) -> bool:
         """Whether ``task`` may be requested: not an ancestor (a loop), not requested
-        already, not on a private address, within ``max_sitemaps`` (a guessed location
-        does not count). A refusal is counted; loops and limits are logged once."""
+        already, not on a private address, an index's child within the scope policy,
+        within the discovery time and ``max_sitemaps`` (a guessed location counts for
+        neither). A refusal is counted; all but a repeat are logged once."""
         key = canonicalize_url(task.url)
         log, site = self._log, task.site
         if key in task.chain:
@@ -126,6 +142,20 @@ class SitemapFrontier:
             message = "sitemap on a private or loopback address; not requested"
             log.log_once("private", task.url, message, site)
             return False
+        if task.parent is not None and self._scope_policy(site).sitemap_reason(task.url):
+            log.inc(site, "sitemaps/out_of_scope_count")
+            message = (
+                f"lists {task.url}, on another host the site did not vouch for in "
+                "robots.txt; not read (-a scope=off reads it)"
+            )
+            log.log_once("child_other_host", task.parent, message, site)
+            return False
+        budget = self._time_budget
+        if not task.probe and budget and time.monotonic() - self._started > budget:
+            log.inc(site, "limits/time_budget_count")
+            message = f"discovery has run {budget:g} s (SITEMAPCRAWL_MAX_DISCOVERY_SECONDS); "
+            log.log_once("time_budget", "", message + "later sitemaps skipped")
+            return False
         limit = self._args.max_sitemaps
         if not task.probe and limit and self.scheduled >= limit:
             log.inc(site, "limits/max_sitemaps_count")
@@ -137,30 +167,44 @@ class SitemapFrontier:
             self.scheduled += 1
         return True
 
-    def redirect_refusal(self, task: SitemapTask, target: str) -> str | None:
-        """Why a redirect of ``task`` to ``target`` is not followed: ``loop`` (an ancestor
-        index), ``duplicate`` (a sitemap requested already); None: it is new, and taken."""
+    def redirect_refusal(
+        self, task: SitemapTask, target: str, hops: Sequence[str] = ()
+    ) -> str | None:
+        """Why a redirect of ``task`` to ``target`` (through ``hops``, the URLs redirected
+        from) is not followed: ``redirect_loop`` (a URL of its own chain again), ``loop``
+        (an ancestor index), ``other_host`` (out of the scope policy), ``duplicate`` (a
+        sitemap requested already); None: it is new, and taken."""
         key = canonicalize_url(target)
+        if key in {canonicalize_url(hop) for hop in hops}:
+            return "redirect_loop"
         if key == canonicalize_url(task.url):
             return None
         if key in task.chain:
             return "loop"
+        if self._scope_policy(task.site).sitemap_reason(target) is not None:
+            return "other_host"
         if key in self.visited:
             return "duplicate"
         self.visited.add(key)
         return None
 
-    def schedule(self, request: Request, priority: int) -> Request | None:
-        """``request`` to send now, or None when it waits here for a place (in priority
-        order: every sitemap in flight holds its body and a parser until its last entry is
-        out)."""
-        self.count(request)
+    def schedule(self, task: SitemapTask, priority: int) -> Request | None:
+        """The request for ``task`` to send now, or None when it waits here for a place
+        (in priority order: every sitemap in flight holds its body and a parser until its
+        last entry is out)."""
         if self._in_flight >= self._concurrent:
             self._seq += 1
-            heapq.heappush(self._waiting, (-priority, self._seq, request))
+            heapq.heappush(self._waiting, (-priority, self._seq, task, priority))
             return None
         self._in_flight += 1
-        return request
+        return self._request(task, priority)
+
+    def _request(self, task: SitemapTask, priority: int) -> Request:
+        return self.count(self._build(task, priority))
+
+    def _pop(self) -> Request:
+        _, _, task, priority = heapq.heappop(self._waiting)
+        return self._request(task, priority)
 
     def release(self, task: SitemapTask) -> Iterator[Request]:
         """One sitemap finished: send the next waiting ones, up to the concurrency limit.
@@ -172,7 +216,7 @@ class SitemapFrontier:
         self._downloading.pop(task.url, None)
         while self._waiting and self._in_flight < self._concurrent:
             self._in_flight += 1
-            yield heapq.heappop(self._waiting)[2]
+            yield self._pop()
 
     def resumed(self, request: Request) -> Request:
         """A request kept by an interrupted run, sent again on its own."""
@@ -212,7 +256,7 @@ class SitemapFrontier:
         engine = self._crawler.engine
         assert engine is not None
         while self._waiting:
-            engine.crawl(heapq.heappop(self._waiting)[2])
+            engine.crawl(self._pop())
         raise DontCloseSpider
 
     def _reached_downloader(self, request: Request, spider: Any = None) -> None:
@@ -230,7 +274,8 @@ class SitemapFrontier:
     def unread(self) -> list[Request]:
         """The sitemaps not read yet that Scrapy's scheduler does not keep: those waiting
         here, in priority order, and those already downloading."""
-        return [r for _, _, r in sorted(self._waiting)] + list(self._downloading.values())
+        held = [self._request(task, priority) for _, _, task, priority in sorted(self._waiting)]
+        return held + list(self._downloading.values())
 
     def hand_back(self, spider: Spider, unread: list[Request]) -> None:
         """Distributed mode: put the sitemaps this worker took back on the shared queue."""

@@ -22,7 +22,9 @@ from sitemapcrawl import meta
 from sitemapcrawl.crawlcontext import PendingReport
 from sitemapcrawl.items import SitemapUrlItem
 from sitemapcrawl.sitemaps import Limits, SitemapReader, SitemapRef, UrlEntry
-from sitemapcrawl.sitemaps.decompress import BodyDecoder
+from sitemapcrawl.sitemaps.decompress import BodyDecoder, is_gzip
+from sitemapcrawl.sitemaps.errors import SitemapError
+from sitemapcrawl.sitemaps.scope import dedupe_key
 from sitemapcrawl.sitemaps.seen import SeenUrls
 from sitemapcrawl.spiders.replay import SitemapReplay, clock_headers
 
@@ -173,7 +175,7 @@ class SitemapReading:
                 self._log.inc(task.site, "guess/miss_count")
                 return
             self._log.top_level(task, status=response.status)
-            self._log.failed(task, f"http_{response.status}", f"answered HTTP {response.status}")
+            self._http_failed(response, task)
             return
         if response.status == 304:
             if self._replay is None:
@@ -198,6 +200,21 @@ class SitemapReading:
         if self._state is not None:
             self._remember(response, task, reader, kind, body)
 
+    def _http_failed(self, response: Response, task: SitemapTask) -> None:
+        """A sitemap that answered an error status (after retries, or given up at once
+        when its ``Retry-After`` asked to wait longer than allowed)."""
+        status = response.status
+        request = response.request
+        if request is not None and request.meta.get(meta.GAVE_UP) == "retry_after":
+            wait = (response.headers.get(b"Retry-After") or b"").decode("latin-1")
+            message = (
+                f"answered HTTP {status} asking to retry after {wait!r}, longer than "
+                "SITEMAPCRAWL_RETRY_AFTER_MAX: given up"
+            )
+            self._log.failed(task, "retry_after", message)
+            return
+        self._log.failed(task, f"http_{status}", f"answered HTTP {status}")
+
     def _redirect_allowed(self, response: Response, task: SitemapTask) -> bool:
         """A redirect to an ancestor, or to a sitemap requested already, is not read (the
         sitemap redirect middleware stops it before the download; this is the check
@@ -206,7 +223,8 @@ class SitemapReading:
         taken = request.meta.get(meta.REDIRECT_TAKEN) if request is not None else None
         if response.url in (task.url, taken):
             return True
-        why = self._frontier.redirect_refusal(task, response.url)
+        hops = request.meta.get("redirect_urls", ()) if request is not None else ()
+        why = self._frontier.redirect_refusal(task, response.url, hops)
         if why is None:
             return True
         self._log.redirect_refused(task, why, response.url)
@@ -312,6 +330,7 @@ class SitemapReading:
             entries = filtered_entries(reader, self._entry_filter)
         sitemap_url = reader.url
         policy = self._context.scope_policy(task.site)
+        usual = policy.prefixes
         declared, segment = task.declared_in_robots, task.segment
         segment_of: Callable[[str], str] = first_segment
         if segment is None and self._args.multi_site:
@@ -338,7 +357,8 @@ class SitemapReading:
                     if why == "other_host":  # named in the report when most are dropped
                         dropped_hosts[loc.split("/", 3)[2]] += 1
                     continue
-                if dedupe and not seen.add(loc):
+                # two spellings of one host (case, a trailing dot, a default port): one URL
+                if dedupe and not seen.add(loc if loc.startswith(usual) else dedupe_key(loc)):
                     duplicates += 1
                     self._log.listed_again(loc, sitemap_url)
                     continue
@@ -568,8 +588,15 @@ def received_body(
 
 def content_digest(body: bytes, content_encoding: list[str], max_size: int) -> str:
     """The digest of a sitemap's decoded content (within the decoded-size cap): the same
-    file compressed or not, under any name, has the same one."""
+    file compressed or not, under any name, has the same one. Decoded only when it is
+    compressed; a body that cannot be decoded is digested as it is."""
     digest = hashlib.blake2b(digest_size=16)
-    for chunk in BodyDecoder(body, max_size=max_size, content_encoding=content_encoding):
-        digest.update(chunk)
+    if not content_encoding and not is_gzip(body):
+        digest.update(body)
+        return digest.hexdigest()
+    try:
+        for chunk in BodyDecoder(body, max_size=max_size, content_encoding=content_encoding):
+            digest.update(chunk)
+    except SitemapError:
+        return hashlib.blake2b(body, digest_size=16).hexdigest()
     return digest.hexdigest()

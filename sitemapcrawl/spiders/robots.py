@@ -70,13 +70,22 @@ class RobotsDiscovery:
         log.inc(site, f"robots/status_count/{response.status}")
         declared: list[str] = []
         if response.status == 200:
-            robots = parse_robots(response.body, response.url)
+            body = response.body
+            if "download_stopped" in response.flags:  # over the cap: whole lines only
+                body = body[: body.rfind(b"\n") + 1]
+                log.inc(site, "robots/truncated_count")
+                message = (
+                    f"robots.txt is over {len(response.body)} bytes; read no further, "
+                    "every Sitemap line before the cut was kept"
+                )
+                log.log_once("robots_large", response.url, message, site)
+            robots = parse_robots(body, response.url)
             if robots.html:
                 log.inc(site, "robots/html_count")
                 log.log_once(
                     "robots_html", response.url, "robots.txt is an HTML page; ignored", site
                 )
-            if robots.truncated:
+            if robots.truncated and "download_stopped" not in response.flags:
                 log.inc(site, "robots/truncated_count")
                 message = "robots.txt is over 500 KiB; every Sitemap line was still read"
                 log.log_once("robots_large", response.url, message, site)

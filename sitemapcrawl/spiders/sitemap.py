@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
-from scrapy.exceptions import CloseSpider
+from scrapy.exceptions import CloseSpider, DownloadTimeoutError
 from scrapy.spiders import SitemapSpider
 
 from sitemapcrawl import meta
@@ -123,7 +123,9 @@ class SitemapCrawlSpider(SitemapSpider):
         self.discovery = context.discovery = DiscoveryLog(
             context, self.stats, args.first_site, args.multi_site
         )
-        self.frontier = context.frontier = SitemapFrontier(crawler, self, args, self.discovery)
+        self.frontier = context.frontier = SitemapFrontier(
+            crawler, self, args, self.discovery, context.scope_policy, self._build_sitemap_request
+        )
         self.robots = RobotsDiscovery(
             args,
             settings.getlist("SITEMAPCRAWL_GUESS_PATHS"),
@@ -147,7 +149,6 @@ class SitemapCrawlSpider(SitemapSpider):
             alternate_links=self.sitemap_alternate_links,
             entry_filter=self.sitemap_filter if overridden else None,
         )
-        self._robots_maxsize = settings.getint("SITEMAPCRAWL_ROBOTS_MAX_SIZE")
         self._conditional = settings.getbool("SITEMAPCRAWL_CONDITIONAL_SITEMAPS")
         context.report_callback = self.site_report
 
@@ -246,9 +247,9 @@ class SitemapCrawlSpider(SitemapSpider):
             callback=self._parse_robots,
             errback=self._robots_failed,
             cb_kwargs={"site": site},
-            # meta.ROBOTS: the robots.txt middleware parses this response for the pages
-            # RFC 9309: at most 5 redirects for robots.txt
-            meta=self._meta(self._robots_maxsize, redirect_ttl=5, **{meta.ROBOTS: True}),
+            # meta.ROBOTS: the robots.txt middleware parses this response for the pages;
+            # no Scrapy cap: the download guard stops it at its cap, keeping what came
+            meta=self._meta(0, **{meta.ROBOTS: True}),
             dont_filter=not self.frontier.distributed,
             priority=100,
         )
@@ -258,7 +259,13 @@ class SitemapCrawlSpider(SitemapSpider):
         """The request for a sitemap, or None when the frontier refuses it or holds it."""
         if not self.frontier.accepts(task):
             return None
+        if not task.depth:  # the site (robots.txt) or the user named it: its host is vouched for
+            crawl_context(self.crawler).scope_policy(task.site).vouch(task.url)
         self.discovery.inc(task.site, "sitemaps/requested_count")
+        return self.frontier.schedule(task, priority)
+
+    def _build_sitemap_request(self, task: SitemapTask, priority: int) -> Request:
+        """A sitemap's request, built when the frontier sends it."""
         headers = None
         if self.crawl_state is not None and self._conditional:
             headers = self.crawl_state.sitemaps.conditional_headers(task.url) or None
@@ -273,7 +280,7 @@ class SitemapCrawlSpider(SitemapSpider):
             **{meta.SITEMAP: True},
         )
         request_meta["handle_httpstatus_list"] = _SITEMAP_STATUSES
-        request = Request(
+        return Request(
             task.url,
             callback=self._read_sitemap,
             errback=self._sitemap_failed,
@@ -285,7 +292,6 @@ class SitemapCrawlSpider(SitemapSpider):
             dont_filter=not self.frontier.distributed,
             priority=priority,
         )
-        return self.frontier.schedule(request, priority)
 
     # -- callbacks -----------------------------------------------------------------------
 
@@ -334,6 +340,9 @@ class SitemapCrawlSpider(SitemapSpider):
             self.discovery.redirect_refused(task, refused.why, refused.target)
         elif task.probe:
             self.discovery.inc(task.site, "guess/miss_count")
+        elif isinstance(failure.value, DownloadTimeoutError):  # the request's own deadline
+            message = f"no answer in time, retries included: {failure.getErrorMessage()}"
+            self.discovery.failed(task, "timeout", message)
         else:
             message = f"could not be fetched: {failure.getErrorMessage()}"
             self.discovery.failed(task, reason, message)

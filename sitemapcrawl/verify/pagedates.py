@@ -486,6 +486,10 @@ def _extract_dates(root: Any, data: bytes, url: str, found: _Found) -> None:
     urls = frozenset(u for u in (_norm_url(str(h), base) for h in page_urls) if u)
 
     nodes: list[_Node] = []
+    for script in root.xpath("//script[@type]"):  # extruct reads the exact type only
+        kind = str(script.get("type")).split(";", 1)[0].strip().lower()
+        if kind == "application/ld+json" and script.get("type") != kind:
+            script.set("type", kind)  # with parameters, in upper case, with spaces
     jsonld = _run_extruct(root, base, "json-ld", problems)
     if jsonld is None:
         jsonld = list(_jsonld_fallback(root))
