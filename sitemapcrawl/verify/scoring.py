@@ -1160,19 +1160,31 @@ def stamp_cluster(l0: SegmentL0, site: SiteView | None = None) -> tuple[datetime
     within one 10-second burst, or on one day when they are dates, or the lastmods' share
     of their site's generation-time cluster or burst stamp. (A 10-minute window is not
     enough: edits made together in a few minutes are edits, and their pages' dates are
-    evidence.) None otherwise."""
+    evidence.) A day of dates spans that day in every zone (± ``TZ_SLACK``). None
+    otherwise.
+
+    >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
+    >>> acc = SegmentL0Accumulator()
+    >>> for _ in range(6):
+    ...     acc.add(parse_lastmod("2024-05-20"))
+    >>> [format_utc(t) for t in stamp_cluster(acc.result(datetime(2024, 6, 1, tzinfo=UTC)))]
+    ['2024-05-19T10:00:00Z', '2024-05-21T14:00:00Z']
+    """
     if l0.cluster_start is None or l0.cluster_end is None:
         return None
+    span = l0.cluster_start, l0.cluster_end
+    if l0.window == "1day":
+        span = _add(span[0], -TZ_SLACK), _add(span[1], TZ_SLACK)
     if site is not None and (site.stamped or site.burst):
-        return l0.cluster_start, l0.cluster_end
+        return span
     if burst_stamp(l0):
-        return l0.cluster_start, l0.cluster_end
+        return span
     if (
         l0.window == "1day"
         and l0.n_lastmod >= STAMP_MIN_N_L
         and l0.window_share >= GENERATION_WINDOW_SHARE
     ):
-        return l0.cluster_start, l0.cluster_end
+        return span
     return None
 
 
