@@ -287,7 +287,17 @@ SIGNAL_CASES: list[tuple[str, Callable[[], list[LastMod | None]], dict[str, Any]
         {},
         ["too_few", "generation_time_suspected"],
     ),
-    ("too_few_burst_of_dates", lambda: daily_stamp()[:19], {}, ["too_few"]),
+    # 19 pages dated today: a small site regenerated daily (MkDocs' lastmods, issue 20)
+    (
+        "too_few_dates_of_today",
+        lambda: daily_stamp()[:19],
+        {},
+        ["too_few", "generation_time_suspected"],
+    ),
+    # 9 are too few for one day to be no coincidence
+    ("too_few_burst_of_dates", lambda: daily_stamp()[:9], {}, ["too_few"]),
+    # 19 dates on one old day: an import, too few to say even that
+    ("too_few_dates_of_one_old_day", lambda: [lm("2024-03-01")] * 19, {}, ["too_few"]),
     (
         # an old deploy stamp aligned with the sitemap's own Last-Modified
         "old_cluster_aligned",

@@ -22,6 +22,7 @@ name                           value       what it bounds
 ``RECENCY_EPSILON``            15 min      the ε of f(Δ) = ``FUTURE_SLACK``
 ``MIN_N_L``                    20          dated values the clustering rules need
 ``STAMP_MIN_N_L``              5           … or these, within one 10-second burst
+``DAY_STAMP_MIN_N_L``          10          … or these dates, on the server clock's day
 ``ARCHIVE_SPAN``               365 days    publication dates of a burst-stamped archive
 ``PAGE_STAMP_MIN``             3           sampled pages sharing one date: a page stamp…
 ``PAGE_STAMP_SHARE``           0.5         … when also this share of the dated pages
@@ -136,6 +137,9 @@ NEWS_BURST = timedelta(seconds=10)
 #: on: the clustering rules apply to them below ``MIN_N_L`` (a second shared by 5 pages is
 #: no coincidence; a day shared by 5 pages can be).
 STAMP_MIN_N_L = 5
+#: Date-only lastmods on one day, the server clock's day or the day before: one stamp from
+#: this many on (a small site regenerated with "today" on every page, such as MkDocs').
+DAY_STAMP_MIN_N_L = 10
 #: A burst stamp over pages whose publication dates span this much is an archive stamped at
 #: build time: no archive written over a year was modified within seconds.
 ARCHIVE_SPAN = timedelta(days=365)
@@ -729,8 +733,9 @@ def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
     ``absent``, ``partial``, ``too_few`` (N_L < 20), ``invalid``,
     ``tz_shift:<k>``, ``generation_time_suspected`` and ``clustered_old``.
     The two clustering flags need N_L ≥ 20, or N_L ≥ 5 timestamps within one
-    10-second burst (one stamp to the second: no coincidence, even on 5 pages), and are
-    never raised for news segments. The exact rules: docs/verification.md, "L0: the
+    10-second burst (one stamp to the second: no coincidence, even on 5 pages), or
+    N_L ≥ 10 dates on one day within 48 h of the server clock, and are never raised for
+    news segments. The exact rules: docs/verification.md, "L0: the
     dispersion test".
 
     >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
@@ -746,6 +751,11 @@ def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
     >>> for _ in range(6):
     ...     small.add(parse_lastmod("2024-05-01T11:40:00Z"))
     >>> l0_signals(small.result(now), now)  # 6 pages, one second
+    ['too_few', 'generation_time_suspected']
+    >>> today = SegmentL0Accumulator()
+    >>> for _ in range(12):
+    ...     today.add(parse_lastmod("2024-05-01"))
+    >>> l0_signals(today.result(now), now)  # 12 pages dated today
     ['too_few', 'generation_time_suspected']
     """
     t_ref = _utc(t_ref)
@@ -773,9 +783,17 @@ def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
         ):
             signals.append("generation_time_suspected")
         return signals
-    if not (l0.n_lastmod >= MIN_N_L or burst_stamp(l0)) or l0.cluster_centre is None:
+    if l0.cluster_centre is None:
         return signals
     recent = t_ref - l0.cluster_centre <= GENERATION_RECENCY
+    today = (
+        recent
+        and l0.window == "1day"
+        and l0.n_lastmod >= DAY_STAMP_MIN_N_L
+        and l0.window_share >= GENERATION_WINDOW_SHARE
+    )
+    if not (l0.n_lastmod >= MIN_N_L or burst_stamp(l0) or today):
+        return signals
     aligned = l0.gen_alignment_s is not None and l0.gen_alignment_s <= ALIGNMENT.total_seconds()
     if l0.window_share >= GENERATION_WINDOW_SHARE and (recent or aligned):
         signals.append("generation_time_suspected")
