@@ -578,6 +578,8 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
             "sitemap",
             "-a",
             f"origin={origin}",
+            "-a",
+            "sample=off",  # discovery only, as the peers do
             "-O",
             jsonl,
             "-s",

@@ -79,11 +79,13 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_RETRY_AFTER_MAX": 180.0,
     # Output
     "SITEMAPCRAWL_DEDUPLICATE": True,  # one item per URL even when listed in several files
+    "SITEMAPCRAWL_SEGMENT_MIN_URLS": 5,  # a flat file's smaller path groups join "/"
     # URL items handed to pipelines and feeds per Scrapy item (SitemapUrlBatch); 1 = one each
     "SITEMAPCRAWL_ITEM_BATCH_SIZE": 250,
     # Lastmod verification (sitemapcrawl.middlewares, sitemapcrawl.pipelines)
     "SITEMAPCRAWL_VERIFY_ENABLED": True,  # L0 verdicts per segment and the site report
-    "SITEMAPCRAWL_SAMPLE_ENABLED": False,  # fetch sample pages (argument: sample=on)
+    # fetch a sample of pages to verify lastmod (argument: sample=off for discovery only)
+    "SITEMAPCRAWL_SAMPLE_ENABLED": True,
     "SITEMAPCRAWL_SAMPLE_SEGMENT_BUDGET": 30,
     "SITEMAPCRAWL_SAMPLE_SITE_BUDGET": 150,
     "SITEMAPCRAWL_SAMPLE_PANEL": 10,  # fixed URLs re-fetched every run, within the budget
@@ -104,6 +106,7 @@ DEFAULTS: dict[str, Any] = {
     # State across runs (sitemapcrawl.incremental): verdict history, lastmod history, fingerprints,
     # sitemap validators. Relative paths are under the crawl's working directory; "" = off.
     "SITEMAPCRAWL_STATE_PATH": ".scrapy/sitemapcrawl/state.sqlite",  # argument: state
+    "SITEMAPCRAWL_STATE_LOCK_TIMEOUT": 5.0,  # then crawl without the file another crawl holds
     "SITEMAPCRAWL_CONDITIONAL_SITEMAPS": True,  # If-None-Match / If-Modified-Since; 304 replays
     "SITEMAPCRAWL_INDEX_TRUST_MIN": 3,  # agreeing child changes before index lastmod skips
     "SITEMAPCRAWL_INDEX_AUDIT_SHARE": 0.1,  # skippable children fetched anyway, to check

@@ -20,8 +20,10 @@ class SitemapUrlItem:
     any of assumed_utc, date_only, future, invalid, sentinel. ``sitemap`` is the file that
     listed the URL, ``sitemap_lastmod`` the ``<lastmod>`` its parent index gave that file,
     ``segment`` the child sitemap (its path) or, for a site with one flat sitemap, the URL's
-    first path component (after the site, ``https://a.example/blog/``, when ``sitemap_urls``
-    span several sites). ``depth`` is 0 for a top-level sitemap, 1 for an index's child…
+    group by path shape: its first path component (``/blog/``), ``/{year}/`` for date
+    paths, ``/`` for pages at the root and for groups under ``SITEMAPCRAWL_SEGMENT_MIN_URLS``
+    (after the site, ``https://a.example/blog/``, when ``sitemap_urls`` span several sites).
+    ``depth`` is 0 for a top-level sitemap, 1 for an index's child…
     ``found_via`` says how the top-level sitemap was found: robots, guessed or given; or
     ``links`` for a URL no sitemap lists that the link follower reached (then ``sitemap``
     is empty, ``segment`` is the URL's first path component and ``depth`` its link depth).

@@ -19,7 +19,8 @@ knows its URL::
 Static files are served from ROOT; a ``ROOT/_redirects`` file (lines ``/from /to [CODE]``,
 as on static hosts) redirects those paths (301 by default). Text-like files (``.xml .txt
 .html .htm .rss .atom .json``) get the placeholders ``{base}`` (``http://127.0.0.1:PORT``) and
-``{alt}`` (``http://localhost:PORT``, the same server under a second host name)
+``{alt}`` (``http://localhost:PORT``, the same server under a second host name) and
+``{now}`` (the server's clock)
 replaced, byte-wise. Static responses carry ``Date``, ``Last-Modified`` (file mtime)
 and ``ETag`` and answer ``If-None-Match`` / ``If-Modified-Since`` with 304.
 
@@ -281,8 +282,15 @@ class MockHTTPServer(ThreadingHTTPServer):
         sys.stderr.flush()
 
     def substitute(self, data: bytes) -> bytes:
-        """Replace the ``{base}`` and ``{alt}`` placeholders, byte-wise."""
-        return data.replace(b"{base}", self.base.encode()).replace(b"{alt}", self.alt.encode())
+        """Replace the ``{base}``, ``{alt}`` and ``{now}`` (the server's clock, ISO 8601 UTC,
+        to the second) placeholders, byte-wise."""
+        data = data.replace(b"{base}", self.base.encode()).replace(b"{alt}", self.alt.encode())
+        if b"{now}" in data:
+            now = time.time() + self.clock_offset
+            data = data.replace(
+                b"{now}", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)).encode()
+            )
+        return data
 
     def record(self, entry: dict[str, Any]) -> None:
         """Append an entry to the request log."""

@@ -26,6 +26,26 @@ def test_demo_runs_and_summarises(tmp_path: Path) -> None:
     assert f"\n{len(urls)} URLs, by segment (lastmod verdict):\n" in result.stdout
     for segment in report["segments"]:
         assert f"  {segment['segment']}  ({segment['verdict']})\n" in result.stdout
+    # With the default settings (pages sampled), one verdict of each colour of the report:
+    # green, amber, orange, red, grey.
+    verdicts = {s["segment"]: s["verdict"] for s in report["segments"]}
+    assert {
+        name: verdicts.get(name)
+        for name in (
+            "/_/gzip/sitemaps/products.xml",
+            "/sitemaps/blog.xml",
+            "/sitemaps/archive-2019.xml",
+            "/sitemaps/docs.xml",
+            "/sitemaps/pages.txt",
+        )
+    } == {
+        "/_/gzip/sitemaps/products.xml": "PROVISIONAL",
+        "/sitemaps/blog.xml": "OVER_REPORTING",
+        "/sitemaps/archive-2019.xml": "STALE",
+        "/sitemaps/docs.xml": "GENERATION_TIME",
+        "/sitemaps/pages.txt": "ABSENT",
+    }
+    assert report["sample"]["enabled"] is True
     assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
     assert (tmp_path / "state.sqlite").exists()
     assert f"HTML site report: {tmp_path / 'report.html'}\n" in result.stdout

@@ -260,3 +260,60 @@ async def test_a_site_without_a_sitemap_is_explained(
     ]
     assert len(requests) == 1 + 9  # robots.txt, then every usual location once, in waves
     assert len(set(requests)) == len(requests)
+
+
+@deferred_f_from_coro_f
+async def test_when_every_declared_sitemap_fails_the_usual_locations_are_guessed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """robots.txt declares a sitemap that does not answer (a base URL missing its slash,
+    a host nothing listens on) and one that is gone: the site still has its /sitemap.xml,
+    found by guessing as if robots.txt had declared none."""
+    write(
+        tmp_path,
+        "robots.txt",
+        "Sitemap: http://127.0.0.1:9/sitemap.xml\nSitemap: {base}/gone.xml\n",
+    )
+    write(tmp_path, "sitemap.xml", urlset("{base}/a"))
+    with MockServer(root=tmp_path) as server:
+        items, report, crawler = await crawl_with_report(
+            settings={**SERIAL, "RETRY_TIMES": 0}, origin=server.base
+        )
+        requests = server.requests()
+    assert [i["url"] for i in items] == [f"{server.base}/a"]
+    assert requests == ["/robots.txt", "/gone.xml", "/sitemap.xml", "/sitemap_index.xml"]
+    stats = our_stats(crawler)
+    assert stats["sitemapcrawl/guess/fallback_count"] == 1
+    assert stats["sitemapcrawl/guess/found_count"] == 1
+    assert [code for code, _ in faults(report)] == ["DownloadConnectionRefusedError", "http_404"]
+    assert items[0]["found_via"] == "guessed"
+
+
+@deferred_f_from_coro_f
+async def test_a_wordpress_style_flat_sitemap_makes_a_handful_of_segments(
+    tmp_path: Path,
+) -> None:
+    """150 URLs in one flat file, posts as root-level slugs (``/%postname%/``), date
+    archives, categories, tags: a handful of segments a person recognises, none of them a
+    single post."""
+    locs = [f"{{base}}/post-number-{i}/" for i in range(100)]
+    locs += [f"{{base}}/{2015 + i % 8}/0{1 + i % 9}/" for i in range(20)]
+    locs += [f"{{base}}/category/topic-{i}/" for i in range(15)]
+    locs += [f"{{base}}/tag/word-{i}/" for i in range(14)]
+    # groups under SITEMAPCRAWL_SEGMENT_MIN_URLS (5) join the root group: 4 author pages,
+    # an about page below its own folder, the site's root
+    locs += [f"{{base}}/author/{name}/" for name in ("ann", "bob", "cy", "di")]
+    locs += ["{base}/about/team/", "{base}/"]
+    write(tmp_path, "robots.txt", "Sitemap: {base}/sitemap.xml\n")
+    write(tmp_path, "sitemap.xml", urlset(*dict.fromkeys(locs)))
+    with MockServer(root=tmp_path) as server:
+        items, report, _ = await crawl_with_report(settings=SERIAL, origin=server.base)
+        base = server.base
+    assert report is not None
+    by_segment = {s["segment"]: s["urls"] for s in report["segments"]}
+    assert by_segment == {"/": 106, "/{year}/": 20, "/category/": 15, "/tag/": 14}
+    assert len(items) == 155
+    segment_of = {i["url"]: i["segment"] for i in items}
+    assert segment_of[f"{base}/author/ann/"] == segment_of[f"{base}/about/team/"] == "/"
+    assert segment_of[f"{base}/tag/word-0/"] == "/tag/"  # held back, then its group's
+    assert segment_of[f"{base}/2015/01/"] == "/{year}/"

@@ -1468,6 +1468,7 @@ BASE_SETTINGS: dict[str, Any] = {
     "TELNETCONSOLE_ENABLED": False,
     "SITEMAPCRAWL_PROGRESS_INTERVAL": 0,
     "SITEMAPCRAWL_STATE_PATH": "",  # each case starts from nothing
+    "SITEMAPCRAWL_SAMPLE_ENABLED": False,  # hostile sitemaps: no page is sampled
     "STATS_CLASS": f"{__name__}.JsonStatsCollector",
     "TWISTED_DNS_RESOLVER": f"{__name__}.LoopbackResolver",
     "DOWNLOAD_HANDLERS": json.dumps({"http": f"{__name__}.LoopbackOnlyHandler"}),

@@ -123,8 +123,8 @@ async def test_each_site_gets_its_own_report(
     assert crawler.stats.get_value("finish_reason") == "finished"
     assert crawler.stats.get_value("log_count/ERROR") is None
     assert sorted((i["url"], i["segment"]) for i in items) == [
-        (f"{base}/blog/a.html", f"{base}/blog/"),
-        (f"{base}/blog/b.html", f"{base}/blog/"),
+        (f"{base}/blog/a.html", f"{base}/"),
+        (f"{base}/blog/b.html", f"{base}/"),
         (f"{alt}/blog/c.html", f"{alt}/b-child.xml"),
         (f"{alt}/news/d.html", f"{alt}/b-child.xml"),
     ]
@@ -189,23 +189,26 @@ async def test_each_site_gets_its_own_report(
         {},
     )
     assert [(s["segment"], s["urls"], s["verdict"]) for s in a["segments"]] == [
-        (f"{base}/blog/", 2, "UNVERIFIABLE")
+        (f"{base}/", 2, "UNVERIFIABLE")
     ]
     assert [(s["segment"], s["urls"], s["verdict"]) for s in b["segments"]] == [
         (f"{alt}/b-child.xml", 2, "PARTIAL")
     ]
-    # SITEMAPCRAWL_SAMPLE_SITE_BUDGET = 1 is each site's: one page each, then one more
-    # each when the verdict is escalated (a crawl-wide budget gave 2 pages in all)
+    # SITEMAPCRAWL_SAMPLE_SITE_BUDGET = 1 is each site's: one page each (a crawl-wide
+    # budget gave 1 page in all), and no escalation beyond it (it gave one more each).
+    # Which of the two is drawn is a seeded hash of the whole URL, the test server's
+    # port included.
     for report, pages in (
         (a, ["/blog/a.html", "/blog/b.html"]),
         (b, ["/blog/c.html", "/news/d.html"]),
     ):
         origin = report["origin"]
         (segment,) = report["segments"]
-        assert [s["url"] for s in segment["samples"]] == [origin + p for p in pages]
+        (sampled,) = [s["url"] for s in segment["samples"]]
+        assert sampled in [origin + p for p in pages]
         assert {k: report["sample"][k] for k in ("requested", "fetched", "failed")} == {
-            "requested": 2,
-            "fetched": 2,
+            "requested": 1,
+            "fetched": 1,
             "failed": 0,
         }
         assert report["sample"]["site_budget"] == 1
@@ -217,14 +220,16 @@ async def test_each_site_gets_its_own_report(
     }
     assert b["site_verdict"]["urls_by_verdict"] == {"PARTIAL": 2}
     stats = our_stats(crawler)
-    assert {k: v for k, v in stats.items() if k.startswith("sitemapcrawl/sample/")} == {
-        "sitemapcrawl/sample/requested_count": 4,
-        "sitemapcrawl/sample/fetched_count": 4,
-        "sitemapcrawl/sample/escalated_count": 2,
+    sampled = {k: v for k, v in stats.items() if k.startswith("sitemapcrawl/sample/")}
+    outcomes = {k: sampled.pop(k) for k in list(sampled) if "/outcome_count/" in k}
+    # both segments are undecided, but their sites' budgets are spent: nothing escalated
+    assert sampled == {
+        "sitemapcrawl/sample/requested_count": 2,
+        "sitemapcrawl/sample/fetched_count": 2,
+        "sitemapcrawl/sample/escalated_count": 0,
         "sitemapcrawl/sample/escalated_segment_count": 2,
-        "sitemapcrawl/sample/outcome_count/AGREE": 3,
-        "sitemapcrawl/sample/outcome_count/NO_LASTMOD": 1,
     }
+    assert sum(outcomes.values()) == 2
     assert stats["sitemapcrawl/urls/found_count"] == 4
     assert stats["sitemapcrawl/verdict_count/UNVERIFIABLE"] == 1
     assert stats["sitemapcrawl/verdict_count/PARTIAL"] == 1
@@ -244,7 +249,7 @@ async def test_each_site_gets_its_own_report(
     runs, left_out = read_runs(feed)
     assert left_out == 0
     assert [(r.report["origin"], r.tally.items, sorted(r.tally.segments)) for r in runs] == [
-        (base, 2, [f"{base}/blog/"]),
+        (base, 2, [f"{base}/"]),
         (alt, 2, [f"{alt}/b-child.xml"]),
     ]
     assert [sorted(r.tally.files) for r in runs] == [[f"{base}/a.xml"], [f"{alt}/b-child.xml"]]
@@ -277,7 +282,7 @@ async def test_max_urls_closes_every_sites_report(
     assert (b["limits"], b["faults"]) == ({"max_urls_count": 1}, [fault])
     assert sum(r["urls"]["found"] for r in reports) == 3
     assert {s["segment"]: s["urls"] for r in reports for s in r["segments"]} == {
-        f"{base}/blog/": 2,
+        f"{base}/": 2,
         f"{alt}/b-child.xml": 1,
     }
 
@@ -319,7 +324,7 @@ async def test_links_are_followed_on_each_site(
         }
     # each site's listed URLs, as its segments saw links reach them
     assert [{s["segment"]: s["coverage"]["both"] for s in r["segments"]} for r in reports] == [
-        {f"{base}/blog/": 1},
+        {f"{base}/": 1},
         {f"{alt}/b-child.xml": 1},
     ]
     runs, _ = read_runs(feed)
@@ -346,7 +351,7 @@ async def test_incremental_runs_report_each_sites_own_decisions(
     assert crawler.stats is not None
     assert crawler.stats.get_value("log_count/ERROR") is None
     a, b = (r["incremental"] for r in reports)
-    assert sorted(a["segments"]) == [f"{base}/blog/"]
+    assert sorted(a["segments"]) == [f"{base}/"]
     assert sorted(b["segments"]) == [f"{alt}/b-child.xml"]
     assert (a["urls"], b["urls"]) == (2, 2)
     assert a["since"] == b["since"] == "last"

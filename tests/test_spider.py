@@ -216,10 +216,10 @@ def guessed(b: str) -> list[dict[str, Any]]:
             lastmod_raw="2024-01-02T03:04:05Z",
             lastmod_precision="second",
             sitemap=f"{b}/sitemap.xml",
-            segment="/shop/",
+            segment="/",
             found_via="guessed",
         ),
-        item(f"{b}/shop/item-2", sitemap=f"{b}/sitemap.xml", segment="/shop/", found_via="guessed"),
+        item(f"{b}/shop/item-2", sitemap=f"{b}/sitemap.xml", segment="/", found_via="guessed"),
     ]
 
 
@@ -614,12 +614,12 @@ async def test_sitemaps_of_several_sites_keep_their_segments_apart(tmp_path: Pat
             settings=SERIAL, sitemap_urls=f"{base}/sitemap.xml,{alt}/other.xml"
         )
     assert sorted((i["url"], i["segment"]) for i in items) == [
-        (f"{base}/blog/a", f"{base}/blog/"),
-        (f"{base}/blog/b", f"{base}/blog/"),
-        (f"{alt}/blog/c", f"{alt}/blog/"),
+        (f"{base}/blog/a", f"{base}/"),
+        (f"{base}/blog/b", f"{base}/"),
+        (f"{alt}/blog/c", f"{alt}/"),
     ]
     # one report per site (tests/test_multisite.py)
     assert [(r["origin"], {s["segment"]: s["urls"] for s in r["segments"]}) for r in reports] == [
-        (base, {f"{base}/blog/": 2}),
-        (alt, {f"{alt}/blog/": 1}),
+        (base, {f"{base}/": 2}),
+        (alt, {f"{alt}/": 1}),
     ]

@@ -32,7 +32,7 @@ _HTML_STARTS = (b"<!doctype html", b"<html", b"<head", b"<body")
 
 
 def looks_like_html(head: bytes) -> bool:
-    """Whether a body's first bytes are an HTML document's (after a BOM and white space).
+    r"""Whether a body's first bytes are an HTML document's (after a BOM and white space).
 
     >>> looks_like_html(b"\xef\xbb\xbf  <!DOCTYPE html><html>")
     True

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import sqlite3
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 from sitemapcrawl.incremental.decisions import RefetchDecisions
 from sitemapcrawl.incremental.judgement import GENERATION_CONFIRM, SegmentJudgement
 from sitemapcrawl.incremental.pages import PageObservations
+from sitemapcrawl.incremental.schema import RUN_BUSY_TIMEOUT, SiteLock, is_locked
 from sitemapcrawl.incremental.segmentrun import SegmentRun, audits, utc
 from sitemapcrawl.incremental.sitemapfiles import SitemapFiles
-from sitemapcrawl.incremental.store import StateError, StateStore
+from sitemapcrawl.incremental.store import StateError, StateLocked, StateStore
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.schedule import Decision, Policy, delta_l
 
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CrawlState", "StateError", "parse_since", "state_path"]
+__all__ = ["CrawlState", "StateError", "StateLocked", "parse_since", "state_path"]
 
 _FLUSH_EVERY = 20000  # URL rows per transaction (fewer, larger batches: see store.py)
 #: Audits (decayed) after which a segment's panel is no longer re-fetched between samples.
@@ -108,6 +110,7 @@ class CrawlState:
         self.by_segment: defaultdict[str, SegmentRun] = defaultdict(SegmentRun)
         self.server_now: dt.datetime | None = None
         self.closed = False
+        self.lock: SiteLock | None = None  # set by open
         store.db.execute(
             "CREATE TEMP TABLE IF NOT EXISTS pending (url TEXT PRIMARY KEY, segment TEXT, "
             "reason TEXT)"
@@ -134,14 +137,43 @@ class CrawlState:
         pages: bool,
         settings: BaseSettings,
     ) -> CrawlState:
-        """Open the file (raises :class:`StateError` with a clear message)."""
-        store = StateStore.open(path)
+        """Open the file (raises :class:`StateError` with a clear message).
+
+        One crawl of a site at a time (:class:`SiteLock`); another crawl's write is waited
+        for. Either wait is ``SITEMAPCRAWL_STATE_LOCK_TIMEOUT`` seconds at most, then
+        :class:`StateLocked` is raised (the crawl goes on without the file); once the run
+        is begun, a write waits up to ``RUN_BUSY_TIMEOUT`` for another crawl's."""
+        wait = settings.getfloat("SITEMAPCRAWL_STATE_LOCK_TIMEOUT")
+        lock = SiteLock(path, origin)
+        lock.acquire(wait)
+        try:
+            store = StateStore.open(path, wait=wait)
+        except BaseException:
+            lock.release()
+            raise
+        try:
+            state = cls(store, origin, since=since, pages=pages, settings=settings)
+        except sqlite3.OperationalError as exc:
+            store.close()
+            lock.release()
+            if is_locked(exc):
+                raise StateLocked(
+                    f"{path}: another crawl is writing to the state file and held it for "
+                    f"more than {wait:g} s"
+                ) from exc
+            raise StateError(f"{path}: the state file cannot be used ({exc})") from exc
+        except BaseException:
+            store.close()
+            lock.release()
+            raise
+        state.lock = lock
+        store.set_wait(RUN_BUSY_TIMEOUT)
         if store.upgraded_from is not None:
             logger.info(
                 "State file %(path)s upgraded from schema %(old)d to %(new)d",
                 {"path": path, "old": store.upgraded_from, "new": store.version},
             )
-        return cls(store, origin, since=since, pages=pages, settings=settings)
+        return state
 
     # -- the incremental cut ---------------------------------------------------------------
 
@@ -394,8 +426,19 @@ class CrawlState:
                 reason,
                 format_utc(server_now.replace(microsecond=0)),
             )
+        except sqlite3.OperationalError as exc:
+            if not is_locked(exc):
+                raise
+            # the run stays unfinished in the file: the next one does not build on it
+            logger.warning(
+                "State file %(path)s: this run's end was not written: another crawl held "
+                "the file for more than %(wait)g s",
+                {"path": self.store.path, "wait": RUN_BUSY_TIMEOUT},
+            )
         finally:
             self.store.close()
+            if self.lock is not None:
+                self.lock.release()
 
 
 def _one_site(segment: str) -> str:

@@ -8,8 +8,15 @@ are upgraded in place, in one transaction per step.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, BinaryIO
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: SQLite's own locks only
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -17,9 +24,13 @@ if TYPE_CHECKING:
 __all__ = [
     "APPLICATION_ID",
     "MIGRATIONS",
+    "RUN_BUSY_TIMEOUT",
     "SCHEMA_VERSION",
+    "SiteLock",
     "StateError",
+    "StateLocked",
     "check_header",
+    "is_locked",
     "open_database",
 ]
 
@@ -149,29 +160,48 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+#: Once a run holds the file, how long one of its writes waits for another crawl's write
+#: (each is a short transaction; the longest, the end of a large run's URL merge).
+RUN_BUSY_TIMEOUT = 60.0
+
+
 class StateError(Exception):
     """The state file cannot be used (not SQLite, foreign, from a newer version, locked)."""
 
 
+class StateLocked(StateError):
+    """Another crawl holds the state file past the wait: a crawl can go on without it."""
+
+
 def open_database(
-    path: Path, upto: int = SCHEMA_VERSION
+    path: Path, upto: int = SCHEMA_VERSION, *, wait: float = RUN_BUSY_TIMEOUT
 ) -> tuple[sqlite3.Connection, int, int | None]:
     """Open ``path`` (creating it and its directory when missing), checked, tuned and
     upgraded to schema ``upto``: the connection, its schema version, and the version it
-    was upgraded from (None when it was not). Raises :class:`StateError`."""
+    was upgraded from (None when it was not). ``wait``: how long to wait for another
+    connection's write lock (the connection's busy timeout, until it is changed).
+    Raises :class:`StateError`, :class:`StateLocked` when the wait ran out."""
     existed = path.exists() and path.stat().st_size > 0
     if existed:
         check_header(path)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+        db = sqlite3.connect(path, timeout=wait, isolation_level=None)
     except sqlite3.Error as exc:
         raise StateError(f"{path}: cannot open the state file ({exc})") from exc
     try:
         if existed:
             _check_database(db, path)
         version, upgraded_from = _migrate(db, path, existed, upto)
+    except sqlite3.OperationalError as exc:
+        db.close()
+        if is_locked(exc):
+            raise StateLocked(
+                f"{path}: another crawl is writing to the state file and held it for more "
+                f"than {wait:g} s"
+            ) from exc
+        raise StateError(f"{path}: the state file is damaged or not SQLite ({exc})") from exc
     except sqlite3.DatabaseError as exc:
         db.close()
         raise StateError(f"{path}: the state file is damaged or not SQLite ({exc})") from exc
@@ -179,6 +209,54 @@ def open_database(
         db.close()
         raise
     return db, version, upgraded_from
+
+
+def is_locked(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` is SQLite giving up on another connection's lock."""
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in str(exc) or "busy" in str(exc)
+    )
+
+
+class SiteLock:
+    """One crawl of a site at a time on one state file: an advisory lock (POSIX record
+    lock, released by the system when the process ends, whatever way it ends) on one byte
+    of ``<state file>.lock`` chosen by the site. Crawls of different sites share the file;
+    a second crawl of the same site waits ``wait`` seconds, then :meth:`acquire` raises
+    :class:`StateLocked`. (Locks are per process: two crawls of one process are not told
+    apart. Without ``fcntl``, on Windows, nothing is locked.)"""
+
+    def __init__(self, path: Path, origin: str) -> None:
+        self.path = path.with_name(path.name + ".lock")
+        digest = hashlib.blake2b(origin.encode(), digest_size=4).digest()
+        self._offset = int.from_bytes(digest, "big") & 0x7FFFFFFF
+        self._file: BinaryIO | None = None
+
+    def acquire(self, wait: float) -> None:
+        if fcntl is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.path.open("ab")
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, self._offset)
+            except OSError:
+                if time.monotonic() >= deadline:
+                    handle.close()
+                    raise StateLocked(
+                        f"{self.path.with_suffix('')}: another crawl of this site is using "
+                        f"the state file (waited {wait:g} s)"
+                    ) from None
+                time.sleep(min(0.1, wait))
+                continue
+            self._file = handle
+            return
+
+    def release(self) -> None:
+        if self._file is not None:
+            self._file.close()  # closing the file releases its locks
+            self._file = None
 
 
 def _check_database(db: sqlite3.Connection, path: Path) -> None:

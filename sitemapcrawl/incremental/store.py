@@ -32,8 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.incremental.schema import (
     APPLICATION_ID,
+    RUN_BUSY_TIMEOUT,
     SCHEMA_VERSION,
     StateError,
+    StateLocked,
     open_database,
 )
 from sitemapcrawl.incremental.sitemapfiles import SitemapState, SitemapStore
@@ -48,6 +50,7 @@ __all__ = [
     "SegmentState",
     "SitemapState",
     "StateError",
+    "StateLocked",
     "StateStore",
     "UrlState",
 ]
@@ -152,18 +155,25 @@ class StateStore:
     # -- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path, *, upto: int = SCHEMA_VERSION) -> StateStore:
+    def open(
+        cls, path: str | Path, *, upto: int = SCHEMA_VERSION, wait: float = RUN_BUSY_TIMEOUT
+    ) -> StateStore:
         """Open ``path``, creating it (and its directory) when missing.
 
-        ``upto`` stops the schema at an older version (for upgrade tests)."""
+        ``upto`` stops the schema at an older version (for upgrade tests); ``wait``: how
+        long a write waits for another connection's (see ``open_database``)."""
         path = Path(path)
-        db, version, upgraded_from = open_database(path, upto)
+        db, version, upgraded_from = open_database(path, upto, wait=wait)
         store = cls(db, path)
         store.version, store.upgraded_from = version, upgraded_from
         return store
 
     def close(self) -> None:
         self.db.close()
+
+    def set_wait(self, seconds: float) -> None:
+        """How long a write waits for another connection's write lock."""
+        self.db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
 
     # -- runs ------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
@@ -72,6 +73,7 @@ class PageSamplingPipeline:
         self._sampling: bool | None = None
         self._note_links: bool | None = None
         self._due: dict[str, bool] = {}
+        self._spent: Counter[str] = Counter()  # sampled pages asked for, per site
         self.phase = "discovery"  # then sampling, report, done
         self._report_requested = False  # the report's request went to the engine
         self.fetcher = PageFetcher(crawler, self.context)
@@ -269,11 +271,11 @@ class PageSamplingPipeline:
                     records.remove(record)
                     record.sampler = None
                     self._inc(record.site, _P + "skipped_segment_count")
-        budgets = self._per_site((r, self.segment_budget) for r in records)
+        drawn = {r.name: r.sampler.sample() if r.sampler is not None else [] for r in records}
+        budgets = self._per_site((r, len(drawn[r.name])) for r in records)
         requests = []
         for record in records:
-            assert record.sampler is not None
-            chosen = record.sampler.sample()[: budgets.get(record.name, 0)]
+            chosen = drawn[record.name][: budgets.get(record.name, 0)]
             requests += [self.fetcher.sample_request(record, sampled) for sampled in chosen]
             context.count(record.site, _P + "requested_count", len(chosen))
         stats = self.crawler.stats
@@ -282,13 +284,17 @@ class PageSamplingPipeline:
         return requests
 
     def _per_site(self, sizes: Iterable[tuple[SegmentRecord, int]]) -> dict[str, int]:
-        """Pages per segment within the site budget: each site of the crawl has its own."""
+        """Pages per segment within what is left of the site budget (each site of the
+        crawl has its own): every sampled page of a site counts, escalations included."""
         by_site: dict[str, dict[str, int]] = {}
         for record, size in sizes:
             by_site.setdefault(record.site, {})[record.name] = size
         budgets: dict[str, int] = {}
-        for sizes_of_site in by_site.values():
-            budgets.update(allocate(sizes_of_site, self.site_budget))
+        for site, sizes_of_site in by_site.items():
+            left = max(0, self.site_budget - self._spent[site])
+            granted = allocate(sizes_of_site, left)
+            self._spent[site] += sum(granted.values())
+            budgets.update(granted)
         return budgets
 
     async def _fetch_all(self, requests: list[Request]) -> None:
@@ -319,8 +325,9 @@ class PageSamplingPipeline:
     def _escalations(self, fetched: set[str]) -> list[Request]:
         """More pages for the segments whose verdict the sample left undecided (the Wilson
         interval straddles the bar, or too few pages carried evidence): each is sampled
-        up to ``ESCALATED_SAMPLE`` (60) pages, the first sample's pages included; all of
-        them together at most ``SITEMAPCRAWL_SAMPLE_SITE_BUDGET`` more pages."""
+        up to ``ESCALATED_SAMPLE`` (60) pages, the first sample's pages included, within
+        what the first sample left of ``SITEMAPCRAWL_SAMPLE_SITE_BUDGET``: the site's
+        sampled pages never exceed it."""
         wanted: dict[str, tuple[SegmentRecord, list[SampledUrl]]] = {}
         for record in self.context.segments.values():
             sampler = record.sampler

@@ -59,12 +59,28 @@ PageCallbacks = list[tuple["re.Pattern[str]", "Callable[..., Any]"]]
 
 
 def first_segment(url: str) -> str:
-    """``/blog/`` for ``https://a.example/blog/post``; ``/`` for a page at the root."""
+    """A URL's segment in a flat sitemap, by the shape of its path: the first path
+    component of a URL below it (``/blog/`` for ``/blog/post``); pages at the root
+    together (``/`` for ``/about`` and ``/my-post/``: WordPress slugs); date paths together
+    (``/{year}/`` for ``/2018/05/post``).
+
+    >>> [first_segment(f"https://a.example{p}") for p in ("/blog/post", "/my-post/", "/")]
+    ['/blog/', '/', '/']
+    >>> first_segment("https://a.example/2018/05/post"), first_segment("https://a.example/a?b/c")
+    ('/{year}/', '/')
+    """
     start = url.find("/", url.find("//") + 2)
     if start < 0:
         return "/"
     end = url.find("/", start + 1)
-    return "/" if end < 0 else url[start : end + 1]
+    if end < 0 or end + 1 >= len(url) or url[end + 1] in "?#":
+        return "/"  # a page at the root, slash or not
+    query = url.find("?", start, end)
+    if query >= 0:
+        return "/"
+    if end - start == 5 and url[start + 1 : end].isdigit():
+        return "/{year}/"
+    return url[start : end + 1]
 
 
 def _site_first_segment(site: str, url: str) -> str:
@@ -106,7 +122,8 @@ class SitemapReading:
     ``sitemap_follow``, ``sitemap_alternate_links``, an overridden ``sitemap_filter``).
     Settings: those of :func:`file_limits`, ``SITEMAPCRAWL_MAX_DOWNLOAD_SIZE``,
     ``SITEMAPCRAWL_READ_DEADLINE``, ``SITEMAPCRAWL_DEDUPLICATE``,
-    ``SITEMAPCRAWL_INDEX_TRUST_MIN``, ``SITEMAPCRAWL_INDEX_AUDIT_SHARE``.
+    ``SITEMAPCRAWL_INDEX_TRUST_MIN``, ``SITEMAPCRAWL_INDEX_AUDIT_SHARE``,
+    ``SITEMAPCRAWL_SEGMENT_MIN_URLS``.
     """
 
     def __init__(
@@ -141,19 +158,20 @@ class SitemapReading:
         self._deduplicate = settings.getbool("SITEMAPCRAWL_DEDUPLICATE")
         self._index_trust_min = settings.getint("SITEMAPCRAWL_INDEX_TRUST_MIN")
         self._index_audit = settings.getfloat("SITEMAPCRAWL_INDEX_AUDIT_SHARE")
+        self._group_min = settings.getint("SITEMAPCRAWL_SEGMENT_MIN_URLS")
         self.seen = SeenUrls()
         self.urls_emitted = 0
         self.closing = False
         self._report_sent = False  # the site report went out early (max_urls)
-        self._found_probes: set[str] = set()  # guessed locations that proved sitemaps
+        self._found_top: set[str] = set()  # top-level files that proved sitemaps
         self._digests: dict[str, str] = {}  # top-level files: content digest -> first URL
         self._state: CrawlState | None = None
         self._replay: SitemapReplay | None = None
 
-    def probe_found(self, task: SitemapTask) -> bool:
-        """Whether the guessed location ``task`` proved to be a sitemap (asked once)."""
-        if task.url in self._found_probes:
-            self._found_probes.discard(task.url)
+    def found(self, task: SitemapTask) -> bool:
+        """Whether the top-level file ``task`` proved to be a sitemap (asked once)."""
+        if task.url in self._found_top:
+            self._found_top.discard(task.url)
             return True
         return False
 
@@ -228,8 +246,8 @@ class SitemapReading:
         if why is None:
             return True
         self._log.redirect_refused(task, why, response.url)
-        if why == "duplicate" and task.probe:
-            self._found_probes.add(task.url)
+        if why == "duplicate" and not task.depth:
+            self._found_top.add(task.url)
         return False
 
     def _read_already(
@@ -247,8 +265,7 @@ class SitemapReading:
             return False
         self._log.top_level(task, status=status, duplicate_of=first)
         self._log.inc(task.site, "sitemaps/duplicate_file_count")
-        if task.probe:
-            self._found_probes.add(task.url)
+        self._found_top.add(task.url)
         return True
 
     def _readable(self, reader: SitemapReader, kind: str, task: SitemapTask, status: int) -> bool:
@@ -264,7 +281,8 @@ class SitemapReading:
             return False
         if task.probe:
             log.inc(site, "guess/found_count")
-            self._found_probes.add(task.url)
+        if not task.depth:
+            self._found_top.add(task.url)
         log.top_level(task, status=status, kind=kind)
         log.inc(site, "sitemaps/parsed_count")
         log.inc(site, f"sitemaps/parsed_count/{kind}")
@@ -335,6 +353,13 @@ class SitemapReading:
         segment_of: Callable[[str], str] = first_segment
         if segment is None and self._args.multi_site:
             segment_of = partial(_site_first_segment, task.site.rstrip("/"))
+        # A flat file's groups by path shape: a group is a segment from its
+        # SITEMAPCRAWL_SEGMENT_MIN_URLS-th URL on; its first ones wait for it, and the
+        # groups still smaller at the file's end join the root group (they go out then).
+        grouping = segment is None and self._group_min > 1
+        root = segment_of(task.site.rstrip("/") + "/")
+        grown: set[str] = {root}
+        waiting: dict[str, list[tuple[SitemapUrlItem, UrlEntry]]] = {}
         parent_lastmod, depth, found_via = task.parent_lastmod, task.depth, task.found_via
         seen, dedupe, max_urls = self.seen, self._deduplicate, self._args.max_urls
         emitted = duplicates = 0
@@ -368,7 +393,7 @@ class SitemapReading:
                     flags.append("relative_loc")
                 if reader.urls > protocol_limit:
                     flags.append("beyond_protocol_limit")
-                yield SitemapUrlItem(
+                item = SitemapUrlItem(
                     loc,
                     lastmod.iso if lastmod else None,
                     lastmod.raw if lastmod else None,
@@ -391,11 +416,24 @@ class SitemapReading:
                 emitted += 1
                 if not emitted & 1023:  # keep the live count (progress lines) current
                     self._log.inc(task.site, "urls/found_count", 1024)
-                if url_callbacks:
-                    yield from self._page_requests(entry)
+                if grouping and item.segment not in grown:
+                    group = waiting.setdefault(item.segment, [])
+                    group.append((item, entry))
+                    if len(group) >= self._group_min:
+                        grown.add(item.segment)
+                        yield from self._items(waiting.pop(item.segment))
+                else:
+                    yield item
+                    if url_callbacks:
+                        yield from self._page_requests(entry)
                 if max_urls and self.urls_emitted + emitted >= max_urls:
                     self.closing = True
                     break
+            for group in waiting.values():  # the small groups, together
+                for item, _ in group:
+                    item.segment = root
+            yield from self._items(pair for group in waiting.values() for pair in group)
+            waiting.clear()
         finally:
             self.urls_emitted += emitted
             self._record(reader, task.site, emitted, duplicates, dropped)
@@ -413,6 +451,14 @@ class SitemapReading:
             for root in self._context.sites or [""]:  # one per site, built by the pipeline
                 yield PendingReport(root)
         raise CloseSpider("max_urls")
+
+    def _items(self, pairs: Iterable[tuple[SitemapUrlItem, UrlEntry]]) -> Iterator[Any]:
+        """Items held back with their entries, and their pages' requests."""
+        url_callbacks = self._page_callbacks
+        for item, entry in pairs:
+            yield item
+            if url_callbacks:
+                yield from self._page_requests(entry)
 
     def _record(
         self,

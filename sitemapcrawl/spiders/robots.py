@@ -61,6 +61,8 @@ class RobotsDiscovery:
         self._admitted = admitted  # the frontier took this URL (now or earlier)
         self._obey = obey
         self._rounds: dict[str, _GuessRound] = {}
+        #: per site, the declared sitemaps not read yet (none found so far)
+        self._declared: dict[str, set[str]] = {}
         self._outbox: list[Request] = []
 
     def read(self, response: Response, site: str) -> Iterator[Request]:
@@ -97,11 +99,15 @@ class RobotsDiscovery:
             yield from self._unreachable(site, response.url, f"answered {response.status}")
             return
         log.inc(site, "robots/sitemaps_count", len(declared))
+        waiting = self._declared.setdefault(site, set())
         for rank, url in enumerate(declared):
             task = SitemapTask(url, "robots", site, declared_in_robots=True)
+            before = self._admitted(url)
             if request := self._sitemap_request(task, -rank):
                 yield request
-        if self._guess == "always" or (self._guess == "fallback" and not declared):
+            if request is not None or (self._admitted(url) and not before):
+                waiting.add(url)
+        if self._guess == "always" or (self._guess == "fallback" and not waiting):
             yield from self.guesses(site, exclude=set(declared))
 
     def failed(self, failure: Failure, site: str, url: str) -> Iterator[Request]:
@@ -139,6 +145,22 @@ class RobotsDiscovery:
             return
         self._rounds[site] = _GuessRound(urls)
         yield from self._next(site)
+
+    def declared_read(self, task: SitemapTask, found: bool) -> Iterator[Request]:
+        """A sitemap robots.txt declared was read (``found``: it is one) or failed; when
+        every one failed (a host that does not exist, a 404, an HTML page), the usual
+        locations are guessed as if robots.txt had declared none."""
+        waiting = self._declared.get(task.site)
+        if waiting is None or task.url not in waiting:
+            return
+        waiting.discard(task.url)
+        if found:
+            self._declared.pop(task.site, None)  # the site has a sitemap: nothing to guess
+            return
+        if not waiting and self._guess == "fallback":
+            del self._declared[task.site]
+            self._log.inc(task.site, "guess/fallback_count")
+            yield from self.guesses(task.site, exclude={task.url})
 
     def probed(self, task: SitemapTask, found: bool) -> Iterator[Request]:
         """A guessed location was read (``found``: it is a sitemap) or missed: the next

@@ -26,7 +26,7 @@ from scrapy.spiders import SitemapSpider
 from sitemapcrawl import meta
 from sitemapcrawl.crawlcontext import crawl_context
 from sitemapcrawl.downloadermiddlewares.sitemapredirect import SitemapRedirectRefused
-from sitemapcrawl.incremental.crawlstate import CrawlState, StateError
+from sitemapcrawl.incremental.crawlstate import CrawlState, StateError, StateLocked
 from sitemapcrawl.pipelines.report import site_reports
 from sitemapcrawl.spiders.arguments import ARGUMENT_NAMES, parse_arguments
 from sitemapcrawl.spiders.discoverylog import DiscoveryLog
@@ -203,6 +203,15 @@ class SitemapCrawlSpider(SitemapSpider):
             raise CloseSpider("bad_argument")
         try:
             self._open_state()
+        except StateLocked as exc:
+            # never stall behind another crawl: this one goes on, without the state file
+            self.discovery.inc("", "state/locked_count")
+            self.discovery.log_once(
+                "state_locked",
+                "",
+                f"state file not used: {exc}; this run is not incremental and keeps no "
+                "history (give each concurrent crawl its own file: -a state=PATH)",
+            )
         except StateError as exc:
             logger.error("Not crawling: %(error)s", {"error": exc})
             raise CloseSpider("bad_state") from None
@@ -328,8 +337,11 @@ class SitemapCrawlSpider(SitemapSpider):
         finally:  # done once every entry is out (or the crawl stopped reading it)
             self.discovery.inc(task.site, "sitemaps/done_count")
         yield from self.frontier.release(task)
+        found = self.reading.found(task)
         if task.probe:  # a guessed location: the next ones unless it was a sitemap
-            yield from self.robots.probed(task, self.reading.probe_found(task))
+            yield from self.robots.probed(task, found)
+        elif task.found_via == "robots" and not task.depth:
+            yield from self.robots.declared_read(task, found)
 
     def _sitemap_failed(self, failure: Failure) -> Iterator[Request]:
         task: SitemapTask = failure.request.cb_kwargs["task"]  # type: ignore[attr-defined]
@@ -347,9 +359,12 @@ class SitemapCrawlSpider(SitemapSpider):
             message = f"could not be fetched: {failure.getErrorMessage()}"
             self.discovery.failed(task, reason, message)
         yield from self.frontier.release(task)
-        if task.probe:  # a guess redirected to a sitemap requested already found one
-            found = refused is not None and refused.why == "duplicate"
+        # a redirect to a sitemap requested already found one
+        found = refused is not None and refused.why == "duplicate"
+        if task.probe:
             yield from self.robots.probed(task, found=found)
+        elif task.found_via == "robots" and not task.depth:
+            yield from self.robots.declared_read(task, found)
 
     def _parse_sitemap(self, response: Response) -> Iterable[Any]:
         """The stock spider's callback, for subclasses that request sitemaps themselves:

@@ -9,7 +9,7 @@ from one recording to the next (``tests/data/sites/basic`` on 127.0.0.1:8791,
 ``tests/testmaster/sites/sampled`` on 127.0.0.1:8792), deletes ``tests/testmaster/tests/``
 and records it again with ``tests/testmaster/settings.py``:
 
-1. ``scrapy crawl sitemap -a origin=BASIC``: ``_parse_robots``, ``_read_sitemap`` (the
+1. ``scrapy crawl sitemap -a origin=BASIC -a sample=off``: ``_parse_robots``, ``_read_sitemap`` (the
    sitemap index, its children, a text sitemap, a news sitemap, a gzipped one, a 404) and
    ``site_report`` (verdicts from the sitemaps alone);
 2. ``testmaster parse BASIC/pages.txt -c _parse_sitemap`` and the same for
@@ -123,7 +123,8 @@ def record(workdir: Path) -> None:
     with _server("basic") as basic:
         env = _environment("basic")
         out = workdir / "basic.jsonl"
-        _run([*crawl, "-a", f"origin={basic.base}", "-O", str(out)], env, workdir / "basic.log")
+        args = [*crawl, "-a", f"origin={basic.base}", "-a", "sample=off", "-O", str(out)]
+        _run(args, env, workdir / "basic.log")
         for n, path in enumerate(("/pages.txt", "/sitemaps/news.xml")):
             _run(
                 [

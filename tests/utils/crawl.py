@@ -28,6 +28,9 @@ TEST_SETTINGS: dict[str, Any] = {
     "TELNETCONSOLE_ENABLED": False,
     # No state across runs unless a test gives a file: crawls stay independent.
     "SITEMAPCRAWL_STATE_PATH": "",
+    # Discovery tests fetch no page unless they ask (-a sample=on); the default (pages
+    # sampled) is what tests/test_demo.py and the tests of the defaults run.
+    "SITEMAPCRAWL_SAMPLE_ENABLED": False,
 }
 
 
@@ -114,7 +117,7 @@ def scrapy_crawl(out: Path, *args: str) -> str:
             "-s", "CONCURRENT_REQUESTS=1", "-s", "SITEMAPCRAWL_CONCURRENT_SITEMAPS=1",
             "-s", "REMOTE_CONTROL_ENABLED=False", "-s", "TELNETCONSOLE_ENABLED=False",
             "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=INFO",
-            "-s", "SITEMAPCRAWL_STATE_PATH=", *args,
+            "-s", "SITEMAPCRAWL_STATE_PATH=", "-s", "SITEMAPCRAWL_SAMPLE_ENABLED=False", *args,
         ],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
