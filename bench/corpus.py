@@ -12,6 +12,9 @@ parameters (seed, base, size):
   - ``urlset-50k.xml``      50,000 realistic URLs (~15 MB)
   - ``urlset-50k.xml.gz``   the same, gzipped
   - ``urlset-50mb.xml``     a worst-case urlset of exactly 52,428,800 bytes
+  - ``urlset-heavy.xml``    a shop's and a publisher's shape: 49,500 entries with long
+                            URLs, several ``image:image`` each (titles, captions), news,
+                            alternates and a few videos, padded to exactly 52,428,800 bytes
   - ``text-50k.txt``        a 50,000-line text sitemap
 
 * ``site``: a whole website for the end-to-end discovery benchmark
@@ -41,7 +44,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-GENERATOR_VERSION = 3  # bump to invalidate caches when the output changes
+GENERATOR_VERSION = 4  # bump to invalidate caches when the output changes
 
 URLS_PER_CHILD = 50_000
 WORST_CASE_SIZE = 52_428_800  # 50 MiB, the sitemaps.org limit (uncompressed)
@@ -52,6 +55,14 @@ NS_HEADER = (
     '        xmlns:xhtml="http://www.w3.org/1999/xhtml"\n'
     '        xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"\n'
     '        xmlns:news="http://www.google.com/schemas/sitemap-news/0.9">\n'
+)
+HEAVY_HEADER = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"\n'
+    '        xmlns:xhtml="http://www.w3.org/1999/xhtml"\n'
+    '        xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"\n'
+    '        xmlns:news="http://www.google.com/schemas/sitemap-news/0.9"\n'
+    '        xmlns:video="http://www.google.com/schemas/sitemap-video/1.1">\n'
 )
 URLSET_FOOTER = "</urlset>\n"
 
@@ -220,6 +231,125 @@ def worst_case_urlset(
     return data, n
 
 
+HEAVY_URLS = 49_500
+#: Words of captions and titles that are not ASCII, as real shops and publishers write them.
+ACCENTED = ["café", "crème", "brûlée", "Müller", "naïve", "São", "Zürich", "déjà", "—", "½"]
+PUBLICATIONS = [("The Example Times", "en"), ("Le Quotidien", "fr"), ("Die Zeitung", "de")]
+
+
+def _words(r: random.Random, lo: int, hi: int, accented: float = 0.0, case: str = "") -> str:
+    """Words of a title (``case="title"``) or a sentence (``"sentence"``), some accented,
+    one in ten with an escaped "&"."""
+    words = r.choices(WORDS, k=r.randint(lo, hi))
+    if accented and r.random() < accented:
+        words[r.randrange(len(words))] = r.choice(ACCENTED)
+    if case == "title":
+        words = [w.capitalize() for w in words]
+    elif case == "sentence":
+        words[0] = words[0].capitalize()
+    if r.random() < 0.1:
+        words.insert(r.randrange(1, len(words) + 1), "&amp;")
+    return " ".join(words)
+
+
+def _image(r: random.Random, slug: str, uid: int, k: int, caption_first: bool) -> str:
+    shop = r.randint(1000, 9999)
+    loc = (
+        f"https://cdn.example-shop.com/s/files/1/{shop:04d}/{r.randint(1000, 9999):04d}/"
+        f"products/{slug[:60]}-{uid}-{k}.jpg?v={r.randint(1_600_000_000, 1_740_000_000)}"
+    )
+    title = f"      <image:title>{_words(r, 3, 8, 0.2, 'title')}</image:title>\n"
+    caption = f"      <image:caption>{_words(r, 6, 16, 0.4, 'sentence')}.</image:caption>\n"
+    fields = caption + title if caption_first else title + caption
+    return f"    <image:image>\n      <image:loc>{loc}</image:loc>\n{fields}    </image:image>\n"
+
+
+def _heavy_entry(r: random.Random, base: str, uid: int, lean: bool) -> str:
+    """One entry of a shop (images with titles and captions, some alternates), a
+    publisher (news, images) or a video page, with long URLs."""
+    kind = r.random()
+    slug = _slug(r, 6, 14)
+    lastmod = f"    <lastmod>{_lastmod(r)}</lastmod>\n"
+    if kind < 0.65:  # a shop's product
+        query = f"?variant={r.randint(10**11, 10**12 - 1)}"
+        if r.random() < 0.2:
+            query += "&amp;utm_source=sitemap&amp;utm_medium=feed"
+        path = f"/products/{slug}-{uid}"
+        parts = [f"  <url>\n    <loc>{base}{path}{query}</loc>\n", lastmod]
+        parts.append("    <changefreq>daily</changefreq>\n")
+        if r.random() < 0.3:
+            link = '    <xhtml:link rel="alternate" hreflang="{0}" href="{1}/{0}{2}"/>\n'
+            parts += [link.format(lang, base, path) for lang in r.sample(LANGS, r.randint(3, 5))]
+        n_images = 1 if lean else r.randint(1, 3)
+        parts += [_image(r, slug, uid, k, False) for k in range(n_images)]
+    elif kind < 0.95:  # a publisher's article
+        y, mo, d = r.randint(2015, 2025), r.randint(1, 12), r.randint(1, 28)
+        section = r.choice(SECTIONS)
+        name, lang = r.choice(PUBLICATIONS)
+        parts = [
+            f"  <url>\n    <loc>{base}/{y}/{mo:02d}/{d:02d}/{section}/{slug}-{uid}.html</loc>\n",
+            lastmod,
+            "    <news:news>\n      <news:publication>\n"
+            f"        <news:name>{name}</news:name>\n"
+            f"        <news:language>{lang}</news:language>\n"
+            "      </news:publication>\n"
+            f"      <news:publication_date>{_lastmod(r)}</news:publication_date>\n"
+            f"      <news:title>{_words(r, 6, 14, 0.3, 'sentence')}</news:title>\n",
+        ]
+        if r.random() < 0.5:
+            keywords = ", ".join(r.sample(WORDS, r.randint(2, 6)))
+            parts.append(f"      <news:keywords>{keywords}</news:keywords>\n")
+        parts.append("    </news:news>\n")
+        n_images = 1 if lean else r.randint(1, 2)
+        parts += [_image(r, slug, uid, k, True) for k in range(n_images)]
+    else:  # a video page
+        video = f"https://videos.example-media.com/{uid}/{slug[:60]}"
+        parts = [
+            f"  <url>\n    <loc>{base}/videos/{slug}-{uid}</loc>\n",
+            lastmod,
+            "    <video:video>\n"
+            f"      <video:thumbnail_loc>{video}/thumb.jpg</video:thumbnail_loc>\n"
+            f"      <video:title>{_words(r, 4, 10, 0.2, 'title')}</video:title>\n"
+            "      <video:description>"
+            f"{_words(r, 15, 40, 0.4, 'sentence')}.</video:description>\n"
+            f"      <video:content_loc>{video}/video.mp4</video:content_loc>\n"
+            f"      <video:player_loc>{video}/player</video:player_loc>\n"
+            f"      <video:duration>{r.randint(30, 3600)}</video:duration>\n"
+            f"      <video:publication_date>{_lastmod(r)}</video:publication_date>\n"
+            "      <video:family_friendly>yes</video:family_friendly>\n",
+        ]
+        parts += [f"      <video:tag>{t}</video:tag>\n" for t in r.sample(WORDS, 2)]
+        parts.append("    </video:video>\n")
+    parts.append("  </url>\n")
+    return "".join(parts)
+
+
+def heavy_urlset(
+    seed: int, base: str, first_id: int, n: int = HEAVY_URLS, size: int = WORST_CASE_SIZE
+) -> bytes:
+    """``n`` entries of ``_heavy_entry``, padded with white space at the end to exactly
+    ``size`` bytes: an entry is lean (fewer images) whenever the file runs ahead of its
+    share of ``size``."""
+    r = _rng(seed, "heavy")
+    head = HEAVY_HEADER.encode()
+    foot = URLSET_FOOTER.encode()
+    budget = size - len(head) - len(foot)
+    share = (budget - 32 * 1024) / n
+    chunks: list[bytes] = []
+    used = 0
+    for i in range(n):
+        e = _heavy_entry(r, base, first_id + i, lean=used > i * share).encode()
+        chunks.append(e)
+        used += len(e)
+    if used > budget:
+        raise ValueError(f"{n} heavy entries take {used} bytes, more than {budget}")
+    pad_len = budget - used
+    pad = (b" " * 79 + b"\n") * (pad_len // 80) + b" " * (pad_len % 80)
+    data = head + b"".join(chunks) + pad + foot
+    assert len(data) == size, len(data)
+    return data
+
+
 def _write(path: str, data: bytes | str) -> None:
     if isinstance(data, str):
         data = data.encode()
@@ -265,6 +395,13 @@ def ensure_files(out: str, seed: int, base: str, log=print) -> dict:
     worst, n = worst_case_urlset(seed, base, 100_001)
     _write(os.path.join(out, "urlset-50mb.xml"), worst)
     files["urlset-50mb.xml"] = {"urls": n, "bytes": len(worst), "uncompressed_bytes": len(worst)}
+    heavy = heavy_urlset(seed, base, 300_001)
+    _write(os.path.join(out, "urlset-heavy.xml"), heavy)
+    files["urlset-heavy.xml"] = {
+        "urls": HEAVY_URLS,
+        "bytes": len(heavy),
+        "uncompressed_bytes": len(heavy),
+    }
     txt = text_sitemap(seed, "text-50k", base, 200_001, 50_000).encode()
     _write(os.path.join(out, "text-50k.txt"), txt)
     files["text-50k.txt"] = {"urls": 50_000, "bytes": len(txt), "uncompressed_bytes": len(txt)}

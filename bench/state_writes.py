@@ -63,7 +63,7 @@ def main() -> None:
         slug = "-".join(rng.choices(WORDS, k=6))
         part = f"{ORIGIN}/sitemaps/part-{i // 50_000:02d}.xml.gz"
         url = f"{ORIGIN}/{rng.choice(WORDS)}/{slug}-{rng.randrange(10**9)}.html"
-        batch.append((url, part[len(ORIGIN) :], part, "2024-05-01", "2026-11-30T00:00:00Z", True))
+        batch.append((url, part[len(ORIGIN) :], part, "2024-05-01", 1_795_996_800, True))
         if len(batch) >= BATCH:
             if store:
                 store.write_urls(ORIGIN, run, batch)

@@ -106,6 +106,10 @@ DEFAULTS: dict[str, Any] = {
     # State across runs (sitemapcrawl.incremental): verdict history, lastmod history, fingerprints,
     # sitemap validators. Relative paths are under the crawl's working directory; "" = off.
     "SITEMAPCRAWL_STATE_PATH": ".scrapy/sitemapcrawl/state.sqlite",  # argument: state
+    # scrapy sitemapstate prune: sites not crawled for this many days, runs before each
+    # site's last K (0: keep)
+    "SITEMAPCRAWL_STATE_RETENTION_DAYS": 365,
+    "SITEMAPCRAWL_STATE_KEEP_RUNS": 50,
     "SITEMAPCRAWL_STATE_LOCK_TIMEOUT": 5.0,  # then crawl without the file another crawl holds
     "SITEMAPCRAWL_CONDITIONAL_SITEMAPS": True,  # If-None-Match / If-Modified-Since; 304 replays
     "SITEMAPCRAWL_INDEX_TRUST_MIN": 3,  # agreeing child changes before index lastmod skips

@@ -52,45 +52,51 @@ VALID_LASTMOD: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("2024-05-01T10:00:05.9999999Z", "2024-05-01T10:00:05.999999Z", "fraction", ()),
     ("2024-05-01T10:00:05.000Z", "2024-05-01T10:00:05.0Z", "fraction", ()),
     ("2024-05-01T10:00:05.0000001Z", "2024-05-01T10:00:05.0Z", "fraction", ()),
-    # deviations: case, separators, offset spellings, zone names
-    ("2024-05-01T10:00:05z", "2024-05-01T10:00:05Z", "second", ()),
-    ("2024-05-01t10:00:05Z", "2024-05-01T10:00:05Z", "second", ()),
-    ("2024-05-01T10:00:05,25Z", "2024-05-01T10:00:05.25Z", "fraction", ()),
-    ("2024-05-01T10:00:05+0200", "2024-05-01T08:00:05Z", "second", ()),
-    ("2024-05-01T10:00:05+02", "2024-05-01T08:00:05Z", "second", ()),
-    ("2024-05-01T10:00:05-0930", "2024-05-01T19:30:05Z", "second", ()),
-    ("2024-05-01T10:00:05 +02:00", "2024-05-01T08:00:05Z", "second", ()),
-    ("2024-05-01 10:00:05+02:00", "2024-05-01T08:00:05Z", "second", ()),
-    ("2024-05-01  10:00:05Z", "2024-05-01T10:00:05Z", "second", ()),
-    ("2024-05-01T10:00:05UTC", "2024-05-01T10:00:05Z", "second", ()),
-    ("2024-05-01T10:00:05 UTC", "2024-05-01T10:00:05Z", "second", ()),
-    ("2024-05-01T10:00:05GMT", "2024-05-01T10:00:05Z", "second", ()),
-    ("2024-05-01 10:00:05 GMT", "2024-05-01T10:00:05Z", "second", ()),
-    ("2024-05-01T10:00:05 utc", "2024-05-01T10:00:05Z", "second", ()),
-    ("2024-05-01T10:00:05 Z", "2024-05-01T10:00:05Z", "second", ()),
-    ("2024-05-01T10:00:05UTC+02:00", "2024-05-01T08:00:05Z", "second", ()),
-    ("2024-05-01T10:00:05 GMT-0100", "2024-05-01T11:00:05Z", "second", ()),
+    # deviations: case, separators, offset spellings, zone names (nonstandard, kept)
+    ("2024-05-01T10:00:05z", "2024-05-01T10:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01t10:00:05Z", "2024-05-01T10:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01T10:00:05,25Z", "2024-05-01T10:00:05.25Z", "fraction", ("nonstandard",)),
+    ("2024-05-01T10:00:05+0200", "2024-05-01T08:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01T10:00:05+02", "2024-05-01T08:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01T10:00:05-0930", "2024-05-01T19:30:05Z", "second", ("nonstandard",)),
+    ("2024-05-01T10:00:05 +02:00", "2024-05-01T08:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01 10:00:05+02:00", "2024-05-01T08:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01  10:00:05Z", "2024-05-01T10:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01T10:00:05UTC", "2024-05-01T10:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01T10:00:05 UTC", "2024-05-01T10:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01T10:00:05GMT", "2024-05-01T10:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01 10:00:05 GMT", "2024-05-01T10:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01T10:00:05 utc", "2024-05-01T10:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01T10:00:05 Z", "2024-05-01T10:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01T10:00:05UTC+02:00", "2024-05-01T08:00:05Z", "second", ("nonstandard",)),
+    ("2024-05-01T10:00:05 GMT-0100", "2024-05-01T11:00:05Z", "second", ("nonstandard",)),
     ("2024-05-01T10:00+14:00", "2024-04-30T20:00:00Z", "minute", ()),
     ("2024-05-01T10:00-14:00", "2024-05-02T00:00:00Z", "minute", ()),
-    # no timezone: UTC assumed (only when a time is given)
+    # no timezone: UTC assumed (only when a time is given); XML Schema's dateTime takes a
+    # time with seconds and no zone, no standard takes one without seconds or with a space
     ("2024-05-01T10:00:05", "2024-05-01T10:00:05Z", "second", ("assumed_utc",)),
-    ("2024-05-01T10:00", "2024-05-01T10:00:00Z", "minute", ("assumed_utc",)),
-    ("2024-05-01 10:00:05", "2024-05-01T10:00:05Z", "second", ("assumed_utc",)),
-    ("2024-05-01 10:00:05.25", "2024-05-01T10:00:05.25Z", "fraction", ("assumed_utc",)),
+    ("2024-05-01T10:00", "2024-05-01T10:00:00Z", "minute", ("assumed_utc", "nonstandard")),
+    ("2024-05-01 10:00:05", "2024-05-01T10:00:05Z", "second", ("assumed_utc", "nonstandard")),
+    (
+        "2024-05-01 10:00:05.25",
+        "2024-05-01T10:00:05.25Z",
+        "fraction",
+        ("assumed_utc", "nonstandard"),
+    ),
     # xs:date style zone on a date: ignored, the calendar day is kept
     ("2024-05-01Z", "2024-05-01T00:00:00Z", "day", ("date_only",)),
     ("2024-05-01+02:00", "2024-05-01T00:00:00Z", "day", ("date_only",)),
-    # 24:00 and leap seconds
+    # 24:00 (XML Schema's) and leap seconds (no standard's)
     ("2024-05-01T24:00:00Z", "2024-05-02T00:00:00Z", "second", ()),
     ("2024-05-01T24:00Z", "2024-05-02T00:00:00Z", "minute", ()),
     ("2023-12-31T24:00:00+01:00", "2023-12-31T23:00:00Z", "second", ()),
     ("2024-02-28T24:00:00", "2024-02-29T00:00:00Z", "second", ("assumed_utc",)),
-    ("2016-12-31T23:59:60Z", "2016-12-31T23:59:59Z", "second", ()),
-    ("2016-12-31T23:59:60.5Z", "2016-12-31T23:59:59.5Z", "fraction", ()),
-    ("2017-01-01T00:59:60+01:00", "2016-12-31T23:59:59Z", "second", ()),
-    # RFC 2822 in a sitemap: falls back to the feed parser
-    ("Tue, 10 Jun 2003 04:00:00 GMT", "2003-06-10T04:00:00Z", "second", ()),
-    ("Tue, 10 Jun 2003 04:00 +0200", "2003-06-10T02:00:00Z", "minute", ()),
+    ("2016-12-31T23:59:60Z", "2016-12-31T23:59:59Z", "second", ("nonstandard",)),
+    ("2016-12-31T23:59:60.5Z", "2016-12-31T23:59:59.5Z", "fraction", ("nonstandard",)),
+    ("2017-01-01T00:59:60+01:00", "2016-12-31T23:59:59Z", "second", ("nonstandard",)),
+    # RFC 2822 in a sitemap: falls back to the feed parser; not the protocol's form
+    ("Tue, 10 Jun 2003 04:00:00 GMT", "2003-06-10T04:00:00Z", "second", ("nonstandard",)),
+    ("Tue, 10 Jun 2003 04:00 +0200", "2003-06-10T02:00:00Z", "minute", ("nonstandard",)),
     # sentinels
     ("1970-01-01T00:00:00Z", "1970-01-01T00:00:00Z", "second", ("sentinel",)),
     ("1970-01-01T00:00:00+00:00", "1970-01-01T00:00:00Z", "second", ("sentinel",)),
@@ -240,21 +246,21 @@ VALID_FEED: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("10 Jun 50 04:00:00 GMT", "1950-06-10T04:00:00Z", "second", ()),
     ("10 Jun 103 04:00:00 GMT", "2003-06-10T04:00:00Z", "second", ()),  # 3-digit: +1900
     ("Tuesday, 10-Jun-03 04:00:00 GMT", "2003-06-10T04:00:00Z", "second", ()),  # RFC 850
-    ("Tue Jun 10 04:00:00 2003", "2003-06-10T04:00:00Z", "second", ("assumed_utc",)),
-    ("Tue Jun  1 04:00:00 2003", "2003-06-01T04:00:00Z", "second", ("assumed_utc",)),
-    ("Tue Jun 10 04:00:00 GMT 2003", "2003-06-10T04:00:00Z", "second", ()),
+    ("Tue Jun 10 04:00:00 2003", "2003-06-10T04:00:00Z", "second", ("assumed_utc", "nonstandard")),
+    ("Tue Jun  1 04:00:00 2003", "2003-06-01T04:00:00Z", "second", ("assumed_utc", "nonstandard")),
+    ("Tue Jun 10 04:00:00 GMT 2003", "2003-06-10T04:00:00Z", "second", ("nonstandard",)),
     ("Tue, 10 Jun 2003 04:00:00", "2003-06-10T04:00:00Z", "second", ("assumed_utc",)),
     ("Tue, 10 Jun 2003 04:00:00 XYZ", "2003-06-10T04:00:00Z", "second", ("assumed_utc",)),
     ("Tue, 10 Jun 2003 04:00:00 A", "2003-06-10T04:00:00Z", "second", ("assumed_utc",)),
     ("Sat, 31 Dec 2016 23:59:60 GMT", "2016-12-31T23:59:59Z", "second", ()),
     ("Tue, 10 Jun 2003", "2003-06-10T00:00:00Z", "day", ("date_only",)),
-    ("June 10, 2003", "2003-06-10T00:00:00Z", "day", ("date_only",)),
-    ("Jun 10 2003 04:00:00 GMT", "2003-06-10T04:00:00Z", "second", ()),
+    ("June 10, 2003", "2003-06-10T00:00:00Z", "day", ("date_only", "nonstandard")),
+    ("Jun 10 2003 04:00:00 GMT", "2003-06-10T04:00:00Z", "second", ("nonstandard",)),
     (
         "Wed May 01 2024 10:00:00 GMT+0200 (Central European Summer Time)",
         "2024-05-01T08:00:00Z",
         "second",
-        (),
+        ("nonstandard",),
     ),
     ("Thu, 01 Jan 1970 00:00:00 GMT", "1970-01-01T00:00:00Z", "second", ("sentinel",)),
     # ISO forms fall back to the lastmod parser
@@ -308,8 +314,16 @@ def test_parse_feed_date_valid(text: str, iso: str, precision: str, flags: tuple
     assert result is not None
     assert (result.iso, result.precision, result.flags) == (iso, precision, flags)
     _check_invariants(result)
-    # sitemaps that use RSS dates are handled identically
-    assert parse_lastmod(text, now=NOW) == result
+    # sitemaps that use RSS dates are handled identically, but that RFC 822 / 2822 is no
+    # sitemap standard: nonstandard there
+    in_sitemap = parse_lastmod(text, now=NOW)
+    assert in_sitemap is not None
+    assert (in_sitemap.value, in_sitemap.precision) == (result.value, result.precision)
+    iso_form = text[:1].isdigit() and text[4:5] == "-"
+    if "nonstandard" in result.flags or iso_form:
+        assert in_sitemap == result
+    else:
+        assert in_sitemap.flags == tuple(sorted((*result.flags, "nonstandard")))
 
 
 def test_feed_dates_match_email_utils() -> None:
@@ -516,7 +530,14 @@ def test_public_api() -> None:
         "parse_lastmod",
     }
     assert PRECISIONS == ("year", "month", "day", "minute", "second", "fraction")
-    assert set(FLAGS) == {"assumed_utc", "invalid", "future", "sentinel", "date_only"}
+    assert set(FLAGS) == {
+        "assumed_utc",
+        "invalid",
+        "future",
+        "sentinel",
+        "date_only",
+        "nonstandard",
+    }
     for name in ("LastMod", "format_utc", "parse_feed_date", "parse_lastmod"):
         assert ">>>" in (getattr(dates, name).__doc__ or ""), name
 

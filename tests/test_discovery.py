@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from sitemapcrawl.spiders.reading import HELD_MAX
 from tests.mockserver import MockServer
 from tests.utils.crawl import crawl_with_report, our_stats
 
@@ -317,3 +318,28 @@ async def test_a_wordpress_style_flat_sitemap_makes_a_handful_of_segments(
     assert segment_of[f"{base}/author/ann/"] == segment_of[f"{base}/about/team/"] == "/"
     assert segment_of[f"{base}/tag/word-0/"] == "/tag/"  # held back, then its group's
     assert segment_of[f"{base}/2015/01/"] == "/{year}/"
+
+
+@deferred_f_from_coro_f
+async def test_a_flat_sitemap_of_unique_paths_holds_back_a_bounded_number_of_urls(
+    tmp_path: Path,
+) -> None:
+    """Every URL its own path group (``/p123/page``): at most ``HELD_MAX`` items wait for
+    their group to grow; past that the waiting ones and every later URL of a group not
+    grown yet go to the root group at once. A group grown before (``/tag/``) stays one."""
+    locs = [f"{{base}}/tag/t{i}/" for i in range(5)]
+    locs += [f"{{base}}/p{i}/page" for i in range(HELD_MAX + 10)]
+    locs += [f"{{base}}/tag/late-{i}/" for i in range(3)]
+    locs += [f"{{base}}/blog/b{i}" for i in range(6)]  # would have grown: too late
+    write(tmp_path, "sitemap.xml", urlset(*locs))
+    with MockServer(root=tmp_path) as server:
+        items, report, crawler = await crawl_with_report(
+            settings=SERIAL, sitemap_urls=f"{server.base}/sitemap.xml"
+        )
+    assert report is not None
+    assert {s["segment"]: s["urls"] for s in report["segments"]} == {
+        "/tag/": 8,
+        "/": HELD_MAX + 16,
+    }
+    assert len({i["url"] for i in items}) == len(items) == len(locs)
+    assert our_stats(crawler)["sitemapcrawl/urls/found_count"] == len(locs)

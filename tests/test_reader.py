@@ -191,11 +191,27 @@ def test_deep_nesting_is_an_error_after_the_entries_before_it() -> None:
     assert codes(reader) == ["xml_syntax_error"]
 
 
-def test_huge_text_node_is_refused() -> None:
-    doc = urlset("https://site.example/a", "https://site.example/" + "x" * 12_000_000)
-    locs, _reader = parse(doc)
-    assert locs[0] == "https://site.example/a"
-    assert "https://site.example/" + "x" * 12_000_000 not in locs
+def test_huge_text_node_is_cut_out_and_the_rest_read() -> None:
+    # libxml2 stops a parse at a text node over 10 MB: the reader cuts such a node out of
+    # the stream first (issue 22), so the entries after a 30 MB one are read.
+    doc = urlset(
+        "https://site.example/a",
+        "https://site.example/" + "x" * 30_000_000,
+        "https://site.example/b",
+    )
+    locs, reader = parse(doc)
+    assert locs == ["https://site.example/a", "https://site.example/b"]
+    assert codes(reader) == ["text_too_long", "loc_too_long"]
+    assert reader.counts["loc_too_long"] == 1
+
+
+def test_long_white_space_is_dropped_without_a_fault() -> None:
+    doc = urlset("https://site.example/a", extra=" \n" * 6_000_000).replace(
+        b"</urlset>", b"<url><loc>https://site.example/b</loc></url></urlset>"
+    )
+    locs, reader = parse(doc, chunk_size=7_777)
+    assert locs == ["https://site.example/a", "https://site.example/b"]
+    assert codes(reader) == []
 
 
 def test_truncated_xml_keeps_every_complete_entry() -> None:
@@ -232,10 +248,14 @@ def test_tolerant_forms() -> None:
     assert parse(doc)[0] == ["https://site.example/ns", "https://site.example/cdata?a=1&b=2"]
 
 
-def test_unescaped_ampersand_is_kept() -> None:
-    locs, reader = parse(urlset("https://site.example/p?a=1&b=2&amp;c=3&#38;d=4"))
-    assert locs == ["https://site.example/p?a=1&b=2&c=3&d=4"]
-    assert reader.faults == []
+def test_unescaped_ampersand_is_kept_and_a_fault() -> None:
+    locs, reader = parse(
+        urlset("https://site.example/p?a=1&b=2&amp;c=3&#38;d=4", "https://site.example/q?x&y&z")
+    )
+    assert locs == ["https://site.example/p?a=1&b=2&c=3&d=4", "https://site.example/q?x&y&z"]
+    assert codes(reader) == ["bare_ampersand"]  # once, at the first
+    assert "'https://site.example/p?a=1&b=2&amp;c=3&#38;d=4'" in reader.faults[0].message
+    assert reader.counts["bare_ampersand"] == 3  # every one
 
 
 def test_unescaped_ampersand_across_chunks() -> None:
@@ -307,14 +327,23 @@ def test_protocol_url_limit_kept_and_flagged_or_dropped() -> None:
     assert codes(reader) == ["too_many_urls"]
 
 
-def test_mixed_urlset_and_index() -> None:
-    doc = (
-        b"<urlset><url><loc>https://site.example/page</loc></url>"
-        b"<sitemap><loc>https://site.example/child.xml</loc><lastmod>2024-01-01</lastmod></sitemap>"
-        b"</urlset>"
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_mixed_urlset_and_index(fast_path: bool) -> None:
+    # Both are read (the file says them), and the mix is a fault (issue 22).
+    doc = urlset("https://site.example/page").replace(
+        b"</urlset>",
+        b"<sitemap><loc>https://site.example/child.xml</loc><lastmod>2024-01-01</lastmod>"
+        b"</sitemap></urlset>",
     )
-    entries = list(SitemapReader(doc, BASE))
-    assert [type(e).__name__ for e in entries] == ["UrlEntry", "SitemapRef"]
+    reader = SitemapReader(doc, BASE, fast_path=fast_path)
+    assert [type(e).__name__ for e in reader] == ["UrlEntry", "SitemapRef"]
+    assert codes(reader) == ["mixed_entries"]
+    assert "'<sitemap> in a <urlset>'" in reader.faults[0].message
+    index = doc.replace(b"urlset", b"sitemapindex")
+    reader = SitemapReader(index, BASE, fast_path=fast_path)
+    assert [type(e).__name__ for e in reader] == ["UrlEntry", "SitemapRef"]
+    assert codes(reader) == ["mixed_entries"]
+    assert reader.counts["mixed_entries"] == 1
 
 
 def test_priority_and_changefreq() -> None:
@@ -340,13 +369,10 @@ def test_priority_and_changefreq() -> None:
 def test_text_sitemap() -> None:
     body = b"\xef\xbb\xbf# list\r\nhttps://site.example/a\r\n\r\n  https://site.example/b  \nnot a url\nhttps://site.example/c"
     locs, reader = parse(body, "https://site.example/sitemap.txt")
-    assert locs == [
-        "https://site.example/a",
-        "https://site.example/b",
-        "https://site.example/not%20a%20url",
-        "https://site.example/c",
-    ]
+    assert locs == ["https://site.example/a", "https://site.example/b", "https://site.example/c"]
     assert reader.kind == "text"
+    assert codes(reader) == ["loc_not_absolute"]  # never resolved against the file's URL
+    assert dict(reader.counts) == {"loc_not_absolute": 1}
 
 
 def test_text_sitemap_across_chunks_and_utf16() -> None:
@@ -476,3 +502,263 @@ def test_reference_to_a_surrogate_is_a_fault_not_an_exception(fast_path: bool) -
     assert reader.counts["entry_undecodable"] == 1
     assert codes(reader) == ["xml_syntax_error"]
     assert reader.parser == ("scan+lxml" if fast_path else "lxml")
+
+
+# -- issue 22: never emit what the file did not say; every fault visible -------------------
+
+
+def test_only_xml_white_space_is_stripped_and_a_control_character_drops_the_location() -> None:
+    page = "https://site.example/"
+    locs, reader = parse(
+        urlset(
+            f"\r\n \t{page}padded \n",
+            f"{page}tab\tinside",
+            f"{page}new\nline",
+            f"{page}bell&#7;ref",
+            f"{page}raw\x01byte",  # XML does not allow it: libxml2 dropped it silently
+            f"{page}del\x7fchar",
+            f"{page}nel\x85c1",
+        )
+    )
+    assert locs == [f"{page}padded"]
+    assert reader.counts["loc_control_chars"] == 6
+    assert codes(reader) == ["loc_control_chars", "xml_syntax_error"]  # (&#7; is malformed)
+    assert "'https://site.example/tab\\tinside'" in reader.faults[0].message
+
+
+def test_invisible_characters_make_a_location_invalid_never_relative() -> None:
+    locs, reader = parse(
+        urlset(
+            "\u200bhttps://site.example/zero-width",
+            "\ufeffhttps://site.example/bom",
+            "https://site.example/bom\ufeffinside",
+            "https://site.example/rtl\u202emark",
+            "https://site.example/nbsp\xa0",
+            "https://site.example/\u0645\u06cc\u200c\u062e",  # ZWNJ: Persian needs it
+            "https://site.example/no-break\xa0inside",
+        )
+    )
+    assert locs == [
+        "https://site.example/%D9%85%DB%8C%E2%80%8C%D8%AE",
+        "https://site.example/no-break%C2%A0inside",
+    ]
+    assert dict(reader.counts) == {"loc_invisible_chars": 5}
+    assert codes(reader) == ["loc_invisible_chars"]
+
+
+def test_undecodable_bytes_drop_their_location() -> None:
+    body = urlset("https://site.example/a", "https://site.example/bXX", "https://site.example/c")
+    locs, reader = parse(body.replace(b"XX", b"\xff\xfe"))  # declared UTF-8
+    assert locs == ["https://site.example/a", "https://site.example/c"]
+    assert reader.counts["loc_undecodable"] == 1
+    assert codes(reader) == ["loc_undecodable", "xml_syntax_error"]
+    # A text sitemap: UTF-8 at its start, then a byte that is not.
+    lines = [f"https://site.example/{i}" for i in range(4000)]
+    text = "\n".join(lines).encode() + b"\nhttps://site.example/caf\xe9\nhttps://site.example/z\n"
+    locs, reader = parse(text, "https://site.example/s.txt")
+    assert locs == [*lines, "https://site.example/z"]
+    assert codes(reader) == ["loc_undecodable"]
+    # A text sitemap not in UTF-8 from its start is read as windows-1252.
+    locs, reader = parse(b"https://site.example/caf\xe9\n", "https://site.example/s.txt")
+    assert locs == ["https://site.example/caf%C3%A9"]
+    assert dict(reader.counts) == {"encoding_guessed": 1}
+
+
+def test_relative_locations_stay_on_the_sitemap_host() -> None:
+    locs, reader = parse(
+        urlset(
+            "page",
+            "/root-page",
+            "../up",
+            "//www.site.example/twin",
+            "//other.example/x",
+            "?page=2",
+            "#top",
+        ),
+        "https://site.example/blog/sitemap.xml",
+    )
+    assert locs == [
+        "https://site.example/blog/page",
+        "https://site.example/root-page",
+        "https://site.example/up",
+        "https://www.site.example/twin",
+    ]
+    assert dict(reader.counts) == {
+        "loc_relative": 4,
+        "loc_relative_other_host": 1,
+        "loc_query_or_fragment": 2,
+    }
+    assert codes(reader) == ["loc_relative_other_host", "loc_query_or_fragment"]
+
+
+def test_a_text_line_is_never_resolved() -> None:
+    body = b"https://site.example/a\n/relative\npage.html\n//site.example/b\nftp://x/\n"
+    locs, reader = parse(body, "https://site.example/sitemap.txt")
+    assert locs == ["https://site.example/a"]
+    assert dict(reader.counts) == {"loc_not_absolute": 3, "loc_bad_scheme": 1}
+    assert "'/relative'" in reader.faults[0].message
+
+
+def test_atom_xml_base_is_the_base_of_relative_links() -> None:
+    atom = b"""<feed xmlns="http://www.w3.org/2005/Atom" xml:base="https://cdn.example/blog/">
+    <entry><link href="post-1"/></entry>
+    <entry xml:base="/news/"><link href="post-2"/></entry>
+    <entry><link href="https://site.example/absolute"/></entry></feed>"""
+    locs, reader = parse(atom, "https://site.example/feeds/atom.xml")
+    assert locs == [
+        "https://cdn.example/blog/post-1",
+        "https://cdn.example/news/post-2",
+        "https://site.example/absolute",
+    ]
+    assert reader.counts["loc_relative"] == 2
+    assert reader.faults == []
+
+
+@pytest.mark.parametrize(
+    ("body", "kind", "message"),
+    [
+        (
+            b'<?xml version="1.0"?><Error><Code>NoSuchKey</Code>'
+            b"<Message>The specified key does not exist.</Message><Key>sitemap.xml</Key></Error>",
+            "error_document",
+            "the body is an XML error document <Error> ('NoSuchKey: The specified key does not "
+            "exist.'), not a sitemap",
+        ),
+        (
+            b"<pages><url><loc>https://site.example/a</loc></url></pages>",
+            "unknown_root",
+            "the body is XML whose root <pages> is not a sitemap's (urlset, sitemapindex, rss, "
+            "feed); nothing was read",
+        ),
+    ],
+)
+def test_xml_that_is_not_a_sitemap_is_a_named_fault(body: bytes, kind: str, message: str) -> None:
+    locs, reader = parse(body)
+    assert (locs, reader.kind) == ([], kind)
+    assert [(f.code, f.message) for f in reader.faults] == [(kind, message)]
+
+
+@pytest.mark.parametrize(
+    ("root", "faults"),
+    [
+        ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">', []),
+        ('<s:urlset xmlns:s="http://www.sitemaps.org/schemas/sitemap/0.9">', []),
+        ('<urlset xmlns="http://www.google.com/schemas/sitemap/0.84">', []),
+        ("<urlset>", ["namespace_missing"]),
+        ('<urlset xmlns="https://www.sitemaps.org/schemas/sitemap/0.9">', ["namespace_wrong"]),
+        (
+            '<s:urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:s="x">',
+            ["namespace_wrong"],
+        ),
+    ],
+)
+def test_a_missing_or_wrong_namespace_is_a_fault_and_read(root: str, faults: list[str]) -> None:
+    end = "</s:urlset>" if root.startswith("<s:") else "</urlset>"
+    url = "<s:url><s:loc>https://site.example/a</s:loc></s:url>" if end.startswith("</s") else ""
+    url = url or "<url><loc>https://site.example/a</loc></url>"
+    locs, reader = parse((root + url + end).encode())
+    assert locs == ["https://site.example/a"]
+    assert codes(reader) == faults
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_upper_case_tags_are_read_and_a_fault(fast_path: bool) -> None:
+    body = (
+        b'<URLSET xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<URL><LOC>https://site.example/a</LOC><LASTMOD>2024-05-01</LASTMOD></URL>"
+        b"<Url><Loc>https://site.example/b</Loc></Url>"
+        b"<url><loc>https://site.example/c</loc><LastMod>2024-05-02</LastMod></url>"
+        b"<url><loc>https://site.example/d</loc></url></URLSET>"
+    )
+    reader = SitemapReader(body, BASE, fast_path=fast_path)
+    entries = [e for e in reader if isinstance(e, UrlEntry)]
+    assert [(e.loc, e.lastmod and e.lastmod.iso) for e in entries] == [
+        ("https://site.example/a", "2024-05-01T00:00:00Z"),
+        ("https://site.example/b", None),
+        ("https://site.example/c", "2024-05-02T00:00:00Z"),
+        ("https://site.example/d", None),
+    ]
+    assert codes(reader) == ["tag_case"]  # once: at the root, the first
+    assert reader.counts["tag_case"] == 3  # every entry
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_a_second_loc_is_dropped_the_first_read(fast_path: bool) -> None:
+    body = urlset("https://site.example/x").replace(
+        b"<loc>https://site.example/x</loc>",
+        b"<loc>https://site.example/first</loc><loc>https://site.example/second</loc>",
+    )
+    reader = SitemapReader(body, BASE, fast_path=fast_path)
+    assert [e.loc for e in reader] == ["https://site.example/first"]
+    assert codes(reader) == ["loc_repeated"]
+
+
+def test_gzip_beyond_the_layers_peeled_is_a_fault() -> None:
+    body = urlset("https://site.example/a")
+    for layers, want in ((3, ["https://site.example/a"]), (4, [])):
+        packed = body
+        for _ in range(layers):
+            packed = gzip.compress(packed)
+        locs, reader = parse(packed)
+        assert locs == want
+        assert codes(reader) == ([] if want else ["gzip_layers", "unknown_format"])
+
+
+def test_an_entry_fault_is_recorded_once_per_file_and_counted_per_entry() -> None:
+    locs, reader = parse(
+        urlset(*(f"ftp://ftp.example/{i}" for i in range(5)), "https://site.example/ok")
+    )
+    assert locs == ["https://site.example/ok"]
+    assert [(f.code, f.message) for f in reader.faults] == [
+        (
+            "loc_bad_scheme",
+            "location on a scheme other than http(s), dropped: 'ftp://ftp.example/0' "
+            "(the first; each is counted)",
+        )
+    ]
+    assert reader.counts["loc_bad_scheme"] == 5
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_nonstandard_lastmods_are_kept_flagged_and_counted(fast_path: bool) -> None:
+    values = ["May 6, 2024", "2024-05-06 07:08:09 +02:00", "2024-05-06T07:08:09Z", "2024-05-06"]
+    body = urlset(*(f"https://site.example/{i}" for i in range(len(values) * 2)))
+    for i, value in enumerate(values * 2):  # twice: the scanner caches the second
+        body = body.replace(
+            f"/{i}</loc>".encode(), f"/{i}</loc><lastmod>{value}</lastmod>".encode()
+        )
+    reader = SitemapReader(body, BASE, fast_path=fast_path)
+    entries = [e for e in reader if isinstance(e, UrlEntry)]
+    flagged = [e.lastmod is not None and "nonstandard" in e.lastmod.flags for e in entries]
+    assert flagged == [True, True, False, False] * 2
+    assert [e.lastmod.iso for e in entries if e.lastmod][:2] == [
+        "2024-05-06T00:00:00Z",
+        "2024-05-06T05:08:09Z",
+    ]
+    assert reader.counts["lastmod_nonstandard"] == 4
+    assert reader.faults == []  # a count and an item flag, not a fault
+
+
+@pytest.mark.parametrize(
+    ("declared", "locs", "faults"),
+    [
+        # bytes invalid in the declared encoding: only their location is dropped (libxml2
+        # stopped at the first, and every location was lost)
+        ("US-ASCII", ["https://site.example/b"], ["loc_undecodable"]),
+        # a UTF-16 declaration on bytes that are not wide: read as UTF-8 (all was lost)
+        ("UTF-16", ["https://site.example/caf%C3%A9", "https://site.example/b"], []),
+        # what the file said, in the encoding it names
+        ("ISO-8859-1", ["https://site.example/caf%C3%83%C2%A9", "https://site.example/b"], []),
+        # a name no codec has: libxml2 says so and reads UTF-8, as before
+        ("no-such-codec", ["https://site.example/caf%C3%A9", "https://site.example/b"], None),
+    ],
+)
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_the_declared_encoding_decodes_the_body(
+    declared: str, locs: list[str], faults: list[str] | None, fast_path: bool
+) -> None:
+    body = urlset("https://site.example/caf\u00e9", "https://site.example/b")
+    body = body.replace(b'encoding="UTF-8"', f'encoding="{declared}"'.encode())
+    reader = SitemapReader(body, BASE, fast_path=fast_path)
+    assert [e.loc for e in reader] == locs
+    assert codes(reader) == (faults if faults is not None else ["xml_syntax_error"])

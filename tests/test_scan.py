@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from sitemapcrawl.sitemaps import Limits, SitemapReader, UrlEntry, dates
+from sitemapcrawl.sitemaps.errors import EntryFault
 from tests.conftest import CONFORMANCE, DATA
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -88,7 +89,8 @@ def test_bench_corpus_is_scanned(chunk_size: int) -> None:
     base = "http://127.0.0.1:18730"
     urlset = bench_corpus.urlset_xml(42, "urlset-50k", base, 1, 400).encode()
     worst, _ = bench_corpus.worst_case_urlset(42, base, 100_001, size=300_000)
-    for body in (urlset, gzip.compress(urlset), worst):
+    heavy = bench_corpus.heavy_urlset(42, base, 300_001, n=300, size=400_000)
+    for body in (urlset, gzip.compress(urlset), worst, heavy):
         reader = same(body, base + "/s.xml", chunk_size=chunk_size)
         assert reader.parser == "scan", reader.scan_stopped
         assert reader.urls > 100
@@ -200,6 +202,14 @@ SNIPPETS = [
     b' xmlns:q="urn:q"',
     b" q:a='1'",
     b"\xef\xbb\xbf",
+    # issue 22's faults
+    b"\xe2\x80\x8b",
+    b"<URL><LOC>https://x.example/u</LOC></URL>",
+    b"<Loc>https://x.example/l</Loc>",
+    b"<loc>https://x.example/2</loc>",
+    b"<loc>//other.example/x</loc>",
+    b"<lastmod>2024-05-01 10:00</lastmod>",
+    b"<lastmod>May 6, 2024</lastmod>",
 ]
 
 
@@ -326,7 +336,87 @@ def test_a_fault_after_entries_keeps_them_and_says_why() -> None:
     assert reader.parser == "scan+lxml"
     assert reader.scan_stopped == "a character reference to a character XML does not allow"
     assert reader.urls >= 6
-    assert [f.code for f in reader.faults] == ["xml_syntax_error"]
+    # the entry faults of the entries read, then why the rest is not
+    assert [f.code for f in reader.faults if not isinstance(f, EntryFault)] == ["xml_syntax_error"]
+
+
+ISSUE_22 = {
+    # name: (body, what reads it)
+    "bare ampersand": (
+        DOCS["urlset"].replace(b"b?x=1&amp;y=2", b"b?x=1&y=2&z"),
+        "scan+lxml",  # the scanner stops at it: lxml's stream escapes and counts them
+    ),
+    "index with a url": (DOCS["index"], "scan"),
+    "urlset with a sitemap": (
+        DOCS["urlset"].replace(
+            b"</urlset>", b"<sitemap><loc>https://www.example.com/s.xml</loc></sitemap></urlset>"
+        ),
+        "scan",
+    ),
+    "upper-case entry": (
+        DOCS["urlset"]
+        .replace(b"<url><loc>https://www.example.com/g</loc>", b"<URL><LOC>g</LOC>")
+        .replace(b"<lastmod>2030-01-01</lastmod></url>", b"<lastmod>2030-01-01</lastmod></URL>"),
+        "scan",
+    ),
+    "upper-case child": (
+        DOCS["urlset"].replace(b"<loc>https://www.example.com/g</loc>", b"<Loc>g</Loc>"),
+        "scan",
+    ),
+    "two locs": (
+        DOCS["urlset"].replace(
+            b"<loc>https://www.example.com/g</loc>",
+            b"<loc>https://www.example.com/g</loc><loc>https://www.example.com/g2</loc>",
+        ),
+        "scan",
+    ),
+    "invisible and control characters": (
+        DOCS["urlset"]
+        .replace(b"https://www.example.com/g", b"\xe2\x80\x8bhttps://www.example.com/g")
+        .replace(b"https://www.example.com/h", b"https://www.example.com/h&#9;"),
+        "scan",
+    ),
+    "relative to another host": (
+        DOCS["urlset"].replace(b"https://www.example.com/g", b"//other.example/g"),
+        "scan",
+    ),
+    "nonstandard lastmods, repeated": (
+        DOCS["urlset"]
+        .replace(b"2024-05-01T10:00:00+02:00", b"2024-05-01 10:00:00 +02:00")
+        .replace(b"<lastmod>2030-01-01</lastmod>", b"<lastmod>2024-05-01 10:00:00 +02:00</lastmod>")
+        .replace(b"<lastmod>1970-01-01</lastmod>", b"<lastmod>2024-05-01T10:00</lastmod>"),
+        "scan",
+    ),
+    "declared US-ASCII, UTF-8 bytes": (
+        DOCS["urlset"].replace(b'encoding="UTF-8"', b'encoding="US-ASCII"'),
+        "scan",  # decoded in Python by the declared encoding, then read as UTF-8
+    ),
+    "a raw control character": (
+        DOCS["urlset"].replace(b"example.com/g", b"example.com/\x01g"),
+        "scan+lxml",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_22))
+def test_issue_22_faults_read_the_same_by_both(name: str) -> None:
+    """The rules of issue 22 give the same entries, counts and faults whichever parser
+    reads the body, and the scanner keeps the bodies it can read."""
+    body, parser = ISSUE_22[name]
+    for size in (7, 64, 256 * 1024):
+        reader = same(body, chunk_size=size)
+        assert reader.parser == parser, reader.scan_stopped
+    assert reader.faults or reader.counts["lastmod_nonstandard"], name
+
+
+def test_entries_of_other_shapes_go_to_lxml_without_a_restart() -> None:
+    # Core tags in another order: every entry would go through the light elements.
+    entry = b"<url><lastmod>2024-05-01</lastmod><loc>https://www.example.com/%d</loc></url>"
+    body = b"<urlset>" + b"".join(entry % i for i in range(40)) + b"</urlset>"
+    reader = same(body, chunk_size=256)
+    assert reader.parser == "lxml"
+    assert reader.scan_stopped == "entries of shapes the scanner reads slower than lxml"
+    assert reader.urls == 40
 
 
 def test_a_long_entry_goes_to_lxml() -> None:
@@ -434,6 +524,113 @@ def test_extensions() -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_extension_mutants(seed: int) -> None:
     for body in mutants(seed, EXTENSIONS, 150):
+        same(body)
+
+
+#: The shapes of shops and publishers (bench/corpus.py's heavy urlset) and the other
+#: shapes the scanner's extension patterns take (``sitemaps/scanext.py``).
+RICH = """<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+  xmlns:xhtml="http://www.w3.org/1999/xhtml"
+  xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"
+  xmlns:news="http://www.google.com/schemas/sitemap-news/0.9"
+  xmlns:video="http://www.google.com/schemas/sitemap-video/1.1"
+  xmlns:mobile="http://www.google.com/schemas/sitemap-mobile/1.0">
+  <url><loc>https://www.example.com/p/1?variant=2&amp;utm=x</loc>
+    <lastmod>2024-05-01T10:00:00-05:00</lastmod><changefreq>daily</changefreq>
+    <xhtml:link rel="alternate" hreflang="de" href="https://www.example.com/de/p/1?a=1&amp;b=2"/>
+    <image:image>
+      <image:loc>https://cdn.example.com/1.jpg?v=1</image:loc>
+      <image:title>Café Crème &amp; Co</image:title>
+      <image:caption>A  caption—with ½ and &lt;tags&gt;.</image:caption>
+    </image:image>
+    <image:image><image:loc>https://cdn.example.com/2.jpg</image:loc></image:image>
+  </url>
+  <url><loc>https://www.example.com/2024/05/01/story.html</loc>
+    <news:news>
+      <news:publication>
+        <news:name>The  Example Times</news:name>
+        <news:language>en</news:language>
+      </news:publication>
+      <news:publication_date>2024-05-01T10:00:00+02:00</news:publication_date>
+      <news:title>A title &amp; more</news:title>
+      <news:keywords>a, b , ,c</news:keywords>
+    </news:news>
+    <image:image>
+      <image:loc>https://cdn.example.com/3.jpg</image:loc>
+      <image:caption>Caption first</image:caption>
+      <image:title>then the title</image:title>
+    </image:image>
+  </url>
+  <url><loc>https://www.example.com/3</loc>
+    <news:news><news:publication><news:language>fr</news:language>
+      <news:name>Le Quotidien</news:name></news:publication>
+      <news:title>Order changed</news:title><news:genres>Blog, OpEd</news:genres>
+      <news:access>Subscription</news:access><news:publication_date>bad</news:publication_date>
+    </news:news>
+    <image:image><image:loc>https://cdn.example.com/4.jpg</image:loc>
+      <image:geo_location>Paris,  France</image:geo_location>
+      <image:license>https://example.com/l</image:license></image:image>
+    <mobile:mobile/>
+  </url>
+  <url><loc>https://www.example.com/v</loc>
+    <video:video>
+      <video:thumbnail_loc>https://www.example.com/t.jpg</video:thumbnail_loc>
+      <video:title>A   video</video:title>
+      <video:description>About it &amp; more</video:description>
+      <video:content_loc>https://www.example.com/v.mp4</video:content_loc>
+      <video:player_loc allow_embed="yes" autoplay="ap=1">https://www.example.com/p</video:player_loc>
+      <video:duration>600</video:duration>
+      <video:rating>4.2</video:rating>
+      <video:view_count>12.0</video:view_count>
+      <video:publication_date>2024-05-01T10:00:00Z</video:publication_date>
+      <video:family_friendly>Yes</video:family_friendly>
+      <video:restriction relationship="allow">IE GB  US</video:restriction>
+      <video:price currency="EUR" type="own">1.50</video:price>
+      <video:tag>one</video:tag><video:tag> two </video:tag>
+      <video:uploader info="https://www.example.com/u">Someone</video:uploader>
+      <video:gallery_loc title="A  gallery">https://www.example.com/g</video:gallery_loc>
+      <video:content_segment_loc duration="30">https://www.example.com/s1</video:content_segment_loc>
+      <video:live>no</video:live>
+    </video:video>
+  </url>
+  <url><loc>https://www.example.com/4</loc>
+    <xhtml:link href="https://www.example.com/fr/4" hreflang="fr" rel="alternate"/>
+    <xhtml:link rel='alternate' hreflang='it' href='https://www.example.com/it/4'/>
+  </url>
+</urlset>
+""".encode()
+
+
+def test_rich_extensions_take_the_scanner_s_patterns() -> None:
+    reader = same(RICH)
+    assert reader.parser == "scan", reader.scan_stopped
+    assert reader.scan_general == 0
+    entries = list(SitemapReader(RICH, BASE, now=NOW))
+    assert entries[0].images[0] == {
+        "loc": "https://cdn.example.com/1.jpg?v=1",
+        "caption": "A caption—with ½ and <tags>.",
+        "title": "Café Crème & Co",
+        "geo_location": None,
+        "license": None,
+    }
+    assert entries[0].alternates[0]["href"] == "https://www.example.com/de/p/1?a=1&b=2"
+    assert entries[1].news[0]["publication_name"] == "The Example Times"
+    assert entries[1].news[0]["publication_date_utc"] == "2024-05-01T08:00:00Z"
+    assert entries[1].news[0]["keywords"] == ["a", "b", "c"]
+    assert entries[1].images[0]["title"] == "then the title"
+    assert entries[2].mobile
+    assert entries[3].videos[0]["player_loc_attrs"] == {"allow_embed": "yes", "autoplay": "ap=1"}
+    assert [len(e.alternates) for e in entries] == [1, 0, 0, 0, 2]
+    for name, body in variants(RICH).items():
+        same(body), name
+    for size in (1, 7, 100, 333):
+        same(RICH, chunk_size=size)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rich_extension_mutants(seed: int) -> None:
+    for body in mutants(seed, RICH, 200):
         same(body)
 
 

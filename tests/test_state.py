@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from sitemapcrawl.incremental.store import SCHEMA_VERSION, StateStore
+from sitemapcrawl.incremental.store import SCHEMA_VERSION, StateStore, path_of
 from tests.mockserver import MockServer
 from tests.utils.crawl import crawl_with_report, our_stats
 
@@ -261,14 +261,16 @@ async def test_second_run_is_conditional_and_decides_per_segment(
     with sqlite3.connect(state) as db:
         runs = db.execute("SELECT id, finish_reason, since FROM runs ORDER BY id").fetchall()
         history = db.execute(
-            "SELECT run_id FROM lastmod_history WHERE url = ? ORDER BY run_id",
-            (f"{server.base}/posts/0",),
-        ).fetchall()
+            "SELECT lastmod_changes, lastmod_changed_run, previous_lastmod_raw IS NOT NULL "
+            "FROM urls WHERE path = ?",
+            (path_of(server.base, f"{server.base}/posts/0"),),
+        ).fetchone()
         kept = db.execute(
             "SELECT segment, run_id, verdict FROM verdicts ORDER BY run_id, segment"
         ).fetchall()
     assert runs == [(1, "finished", None), (2, "finished", "last"), (3, "finished", "last")]
-    assert history == [(1,), (3,)]  # listed on run 1, changed on run 3
+    # listed on run 1, changed on run 3: two values, the last from run 3, the one before kept
+    assert history == (2, 3, 1)
     assert kept == [
         (PAGES_SEG, 1, "GENERATION_TIME"),
         (POSTS_SEG, 1, "PROVISIONAL"),
@@ -582,7 +584,8 @@ async def test_older_schema_is_upgraded_in_place(
     with sqlite3.connect(state) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         first = db.execute(
-            "SELECT first_run, last_run FROM urls WHERE url = ?", (f"{server.base}/posts/0",)
+            "SELECT first_run, last_run FROM urls WHERE path = ?",
+            (path_of(server.base, f"{server.base}/posts/0"),),
         ).fetchone()
         indexes = db.execute(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name"
@@ -590,6 +593,80 @@ async def test_older_schema_is_upgraded_in_place(
     assert first == (1, 2)
     # schema 5 dropped the per-sitemap and lastmod-history indexes nothing reads
     assert indexes == [("fetches_url",), ("runs_origin",), ("verdicts_segment",)]
+
+
+def test_schema_5_url_rows_upgrade_to_compact_rows(tmp_path: Path) -> None:
+    """Schema 6 interns origins, segments and sitemaps, keeps the URL without its origin,
+    times in Unix seconds and the lastmod history as the value before and a count."""
+    state = tmp_path / "state.sqlite"
+    old = StateStore.open(state, upto=5)
+    origin = "https://www.example.com"
+    rows = [
+        # url, segment, sitemap, lastmod_raw, first, last, changed_at, changed_run, refetch_at
+        (f"{origin}/a", "/s1.xml", f"{origin}/s1.xml", "2024-05-03", 1, 3,
+         "2024-06-03T00:00:00Z", 3, "2024-06-01T00:00:00Z"),
+        (f"{origin}/b", "/s1.xml", f"{origin}/s1.xml", None, 2, 3,
+         "2024-06-02T00:00:00Z", 2, None),
+        ("https://cdn.example.com/c", "/s2.xml", f"{origin}/s2.xml", "2024-01-01", 1, 1,
+         "2024-06-01T00:00:00Z", 1, "2024-06-01T00:00:00Z"),
+    ]  # fmt: skip
+    for url, seg, sitemap, raw, first, last, changed, changed_run, refetch in rows:
+        old.db.execute(
+            "INSERT INTO urls (origin, url, segment, sitemap, lastmod_raw, first_run, last_run, "
+            "lastmod_changed_at, lastmod_changed_run, last_refetch_at, intervals) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (origin, url, seg, sitemap, raw, first, last, changed, changed_run, refetch,
+             "[[86400.0,1]]" if url.endswith("/a") else "[]"),
+        )  # fmt: skip
+    history = [
+        (f"{origin}/a", 1, "2024-05-01"),
+        (f"{origin}/a", 2, "2024-05-02"),
+        (f"{origin}/a", 3, "2024-05-03"),
+        (f"{origin}/b", 2, None),
+        ("https://cdn.example.com/c", 1, "2024-01-01"),
+    ]
+    old.db.executemany(
+        "INSERT INTO lastmod_history (origin, url, run_id, lastmod_raw) VALUES (?, ?, ?, ?)",
+        [(origin, *row) for row in history],
+    )
+    old.close()
+
+    store = StateStore.open(state)
+    assert (store.upgraded_from, store.version) == (5, SCHEMA_VERSION)
+    a = store.url(origin, f"{origin}/a")
+    assert a is not None
+    assert (a.segment, a.sitemap, a.lastmod_raw, a.first_run, a.last_run) == (
+        "/s1.xml",
+        f"{origin}/s1.xml",
+        "2024-05-03",
+        1,
+        3,
+    )
+    assert (a.lastmod_changed_at, a.last_refetch_at) == (
+        "2024-06-03T00:00:00Z",
+        "2024-06-01T00:00:00Z",
+    )
+    assert a.intervals == [(86400.0, True)]
+    b = store.url(origin, f"{origin}/b")
+    assert b is not None
+    assert (b.lastmod_raw, b.last_refetch_at, b.intervals) == (None, None, [])
+    c = store.url(origin, "https://cdn.example.com/c")
+    assert c is not None
+    assert (c.url, c.sitemap) == ("https://cdn.example.com/c", f"{origin}/s2.xml")
+    store.close()
+    with sqlite3.connect(state) as db:
+        stored = db.execute(
+            "SELECT path, lastmod_changes, previous_lastmod_raw, lastmod_changed_at, intervals "
+            "FROM urls ORDER BY path"
+        ).fetchall()
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+    assert stored == [
+        ("/a", 3, "2024-05-02", 1717372800, "[[86400.0,1]]"),
+        ("/b", 1, None, 1717286400, None),
+        ("https://cdn.example.com/c", 1, None, 1717200000, None),
+    ]
+    assert "lastmod_history" not in tables
+    assert "names" in tables
 
 
 @pytest.mark.parametrize(
@@ -959,7 +1036,8 @@ async def test_verified_page_dates_give_change_rates_from_one_fetch(tmp_path: Pa
     assert checks3["/b/"]["verified"] is False
     with sqlite3.connect(state) as db:
         (history,) = db.execute(
-            "SELECT page_intervals FROM urls WHERE url = ?", (f"{server.base}/a/0",)
+            "SELECT page_intervals FROM urls WHERE path = ?",
+            (path_of(server.base, f"{server.base}/a/0"),),
         ).fetchone()
     # first fetch (yesterday): a change at its date 10 days ago, quiet since; second: a
     # change at its new date 3 hours ago, quiet since
@@ -1047,7 +1125,8 @@ async def test_pages_are_refetched_conditionally_where_validators_are_verified(
     # a 304 is an unchanged fetch: the page's history goes on from the stored fingerprint
     with sqlite3.connect(state) as db:
         (intervals,) = db.execute(
-            "SELECT intervals FROM urls WHERE url = ?", (f"{server.base}/a/{n - 1}",)
+            "SELECT intervals FROM urls WHERE path = ?",
+            (path_of(server.base, f"{server.base}/a/{n - 1}"),),
         ).fetchone()
     assert [changed for _, changed in json.loads(intervals)] == [0, 0]
     assert our_stats(crawler1).get("sitemapcrawl/refetch/conditional_count") is None

@@ -1,1 +1,1 @@
-"""sitemapcrawl's Scrapy commands (``COMMANDS_MODULE``): ``scrapy sitemapreport``."""
+"""sitemapcrawl's Scrapy commands (``COMMANDS_MODULE``): ``sitemapreport``, ``sitemapstate``."""

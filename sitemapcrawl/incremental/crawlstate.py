@@ -106,7 +106,7 @@ class CrawlState:
         self.resample_trusted = dt.timedelta(
             days=settings.getfloat("SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS")
         )
-        self._rows: list[tuple[str, str, str, str | None, str, bool]] = []
+        self._rows: list[tuple[str, str, str, str | None, int, bool]] = []
         self.by_segment: defaultdict[str, SegmentRun] = defaultdict(SegmentRun)
         self.server_now: dt.datetime | None = None
         self.closed = False
@@ -117,7 +117,7 @@ class CrawlState:
         )
         self.pending = 0
         self._now_for: dt.datetime | None = None
-        self._now_text = ""
+        self._now_seconds = 0
         #: the site a segment belongs to (a crawl over several sites: set by the spider);
         #: segments pool their counts within their site only
         self.site_of: Callable[[str], str] = _one_site
@@ -300,14 +300,14 @@ class CrawlState:
                     self.pending += 1
         if now is not self._now_for:
             self._now_for = now
-            self._now_text = format_utc(now.replace(microsecond=0))
+            self._now_seconds = int(now.timestamp())
         self._rows.append(
             (
                 item.url,
                 item.segment,
                 item.sitemap,
                 item.lastmod_raw,
-                self._now_text,
+                self._now_seconds,
                 # A run without ``since`` hands every URL over: the max-age clock restarts.
                 decision.refetch if decision is not None else True,
             )

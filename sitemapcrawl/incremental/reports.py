@@ -13,6 +13,7 @@ from sitemapcrawl.incremental.schema import (
     StateError,
     check_header,
 )
+from sitemapcrawl.incremental.store import url_prefix
 from sitemapcrawl.sitemaps.dates import parse_lastmod
 
 if TYPE_CHECKING:
@@ -51,11 +52,23 @@ def read_reports(path: str | Path) -> list[tuple[dict[str, Any], Iterator[dict[s
     def items(
         origin: str, run_id: int, segments: set[str] | None = None
     ) -> Iterator[dict[str, Any]]:
-        for url, segment, sitemap, raw in db.execute(
-            "SELECT url, segment, sitemap, lastmod_raw FROM urls "
-            "WHERE origin = ? AND last_run >= ? ORDER BY url",
-            (origin, run_id),
-        ):
+        if version >= 6:  # compact rows: ids in names, the URL without its origin
+            prefix = url_prefix(origin)
+            rows = db.execute(
+                "SELECT CASE WHEN substr(u.path, 1, 1) = '/' THEN ?3 || substr(u.path, 2) "
+                "ELSE u.path END, s.name, m.name, u.lastmod_raw FROM urls AS u "
+                "JOIN names AS o ON o.id = u.origin JOIN names AS s ON s.id = u.segment "
+                "JOIN names AS m ON m.id = u.sitemap "
+                "WHERE o.name = ?1 AND u.last_run >= ?2 ORDER BY 1",
+                (origin, run_id, prefix),
+            )
+        else:
+            rows = db.execute(
+                "SELECT url, segment, sitemap, lastmod_raw FROM urls "
+                "WHERE origin = ? AND last_run >= ? ORDER BY url",
+                (origin, run_id),
+            )
+        for url, segment, sitemap, raw in rows:
             if segments is not None and segment not in segments:
                 continue
             lastmod = parse_lastmod(raw) if raw is not None else None

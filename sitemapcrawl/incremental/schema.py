@@ -156,6 +156,78 @@ MIGRATIONS: tuple[str, ...] = (
     DROP INDEX urls_sitemap;
     DROP INDEX lastmod_history_url;
     """,
+    # 6: compact URL rows (about 1.4 KB a URL after many runs, 500 B after one): origin,
+    # segment and sitemap interned in ``names``; the URL stored without its origin (``path``
+    # starts with "/"; a URL of another site is stored whole); times in Unix seconds; the
+    # lastmod history bounded to the value before the current one and a count of changes,
+    # instead of a row per change; no empty interval lists, no unused item column
+    """
+    CREATE TABLE names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+    INSERT OR IGNORE INTO names (name)
+        SELECT origin FROM urls UNION SELECT segment FROM urls UNION SELECT sitemap FROM urls;
+    CREATE TEMP TABLE history6 (
+        origin TEXT NOT NULL, url TEXT NOT NULL, changes INTEGER, previous TEXT,
+        PRIMARY KEY (origin, url)
+    ) WITHOUT ROWID;
+    INSERT INTO temp.history6
+        SELECT origin, url, changes, previous FROM (
+            SELECT origin, url, count(*) OVER (PARTITION BY origin, url) AS changes,
+                lag(lastmod_raw) OVER (PARTITION BY origin, url ORDER BY run_id, rowid)
+                    AS previous,
+                row_number() OVER (PARTITION BY origin, url ORDER BY run_id DESC, rowid DESC)
+                    AS latest
+            FROM lastmod_history
+        ) WHERE latest = 1;
+    CREATE TABLE urls6 (
+        origin INTEGER NOT NULL,
+        path TEXT NOT NULL,
+        segment INTEGER NOT NULL,
+        sitemap INTEGER NOT NULL,
+        lastmod_raw TEXT,
+        first_run INTEGER NOT NULL,
+        last_run INTEGER NOT NULL,
+        lastmod_changed_at INTEGER,
+        lastmod_changed_run INTEGER,
+        lastmod_changes INTEGER NOT NULL DEFAULT 1,
+        previous_lastmod_raw TEXT,
+        last_refetch_at INTEGER,
+        fetched_at TEXT,
+        fingerprint TEXT,
+        page_modified TEXT,
+        http_last_modified TEXT,
+        etag TEXT,
+        intervals TEXT,
+        page_intervals TEXT,
+        fetched_lastmod_raw TEXT,
+        miss_since TEXT,
+        miss_at TEXT,
+        miss_run INTEGER,
+        miss_counted INTEGER,
+        PRIMARY KEY (origin, path)
+    ) WITHOUT ROWID;
+    INSERT INTO urls6
+        SELECT o.id,
+            CASE WHEN substr(u.url, 1, length(rtrim(u.origin, '/')) + 1)
+                    = rtrim(u.origin, '/') || '/'
+                THEN substr(u.url, length(rtrim(u.origin, '/')) + 1) ELSE u.url END,
+            s.id, m.id, u.lastmod_raw, u.first_run, u.last_run,
+            CAST(strftime('%s', u.lastmod_changed_at) AS INTEGER), u.lastmod_changed_run,
+            coalesce(h.changes, 1), h.previous,
+            CAST(strftime('%s', u.last_refetch_at) AS INTEGER),
+            u.fetched_at, u.fingerprint, u.page_modified, u.http_last_modified, u.etag,
+            nullif(u.intervals, '[]'), nullif(u.page_intervals, '[]'), u.fetched_lastmod_raw,
+            u.miss_since, u.miss_at, u.miss_run, u.miss_counted
+        FROM urls AS u
+        JOIN names AS o ON o.name = u.origin
+        JOIN names AS s ON s.name = u.segment
+        JOIN names AS m ON m.name = u.sitemap
+        LEFT JOIN temp.history6 AS h ON h.origin = u.origin AND h.url = u.url
+        WHERE true ORDER BY 1, 2;
+    DROP TABLE temp.history6;
+    DROP TABLE urls;
+    DROP TABLE lastmod_history;
+    ALTER TABLE urls6 RENAME TO urls;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

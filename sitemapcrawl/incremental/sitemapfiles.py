@@ -189,7 +189,8 @@ class SitemapFiles:
                 keep.lastmod_miss if keep is not None else 0,
             ),
         )
-        if complete:
+        if complete and (prev is None or prev.body_hash != digest):
+            # (the same bytes as stored, e.g. a 304 replayed: written once is enough)
             self.store.save_body(self.origin, url, body, encoding)
         return check
 

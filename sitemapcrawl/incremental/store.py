@@ -4,12 +4,13 @@ What a next run needs, per origin (the site the crawl was started on):
 
 * ``runs``: every run, its server clock (``server_now``: the sitemaps' ``Date``), how it
   ended, and whether it was incremental (``since``);
-* ``urls``: per URL its segment and sitemap, the lastmod seen on the last run, when the
-  lastmod last changed, when it was last marked for refetch, and what our own fetches saw
-  (fingerprint, the page's ``dateModified``, ``Last-Modified``, ``ETag``) plus the recent
-  fetch intervals that feed the per-URL change-rate estimate (and the history its own
-  modification dates give, used where those are verified);
-* ``lastmod_history``: each URL's lastmod values, one row per change;
+* ``urls``: per URL its segment and sitemap, the lastmod seen on the last run, the one
+  before it and how often it changed, when it last changed, when it was last marked for
+  refetch, and what our own fetches saw (fingerprint, the page's ``dateModified``,
+  ``Last-Modified``, ``ETag``) plus the recent fetch intervals that feed the per-URL
+  change-rate estimate (and the history its own modification dates give, used where those
+  are verified). Compact (schema 6): origin, segment and sitemap are ids in ``names``, the
+  URL is stored without its origin (``path``), times in Unix seconds;
 * ``fetches``: every page this project fetched (sample, audit, refetch), with the reason;
 * ``segments``: per segment the current verdict, since when, and the decayed cross-run
   counts (L2: lastmod changed vs content changed); ``verdicts``: the verdict of every run;
@@ -25,6 +26,7 @@ The schema, its migrations and the checks a file passes before use are in
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,7 @@ from sitemapcrawl.incremental.schema import (
     open_database,
 )
 from sitemapcrawl.incremental.sitemapfiles import SitemapState, SitemapStore
+from sitemapcrawl.sitemaps.dates import format_utc
 
 if TYPE_CHECKING:
     import sqlite3
@@ -53,6 +56,9 @@ __all__ = [
     "StateLocked",
     "StateStore",
     "UrlState",
+    "path_of",
+    "url_of",
+    "url_prefix",
 ]
 
 #: URL rows staged at most before ``merge_urls`` writes them into the URL table in one
@@ -95,32 +101,49 @@ class SegmentState:
 
 
 _URL_COLUMNS = (
-    "url, segment, sitemap, lastmod_raw, first_run, last_run, lastmod_changed_at, "
+    "path, segment, sitemap, lastmod_raw, first_run, last_run, lastmod_changed_at, "
     "last_refetch_at, fetched_at, fingerprint, page_modified, intervals, fetched_lastmod_raw, "
     "page_intervals, etag, http_last_modified"
 )
 
 
-def _url_state(row: Sequence[Any]) -> UrlState:
-    url, segment, sitemap, raw, first, last, changed, refetch, fetched, fp, modified = row[:11]
-    return UrlState(
-        url,
-        segment,
-        sitemap,
-        raw,
-        first,
-        last,
-        changed,
-        refetch,
-        fetched,
-        fp,
-        modified,
-        [(float(t), bool(c)) for t, c in json.loads(row[11])],
-        row[12],
-        [(float(t), bool(c)) for t, c in json.loads(row[13])],
-        row[14],
-        row[15],
-    )
+def url_prefix(origin: str) -> str:
+    """What a URL of ``origin`` starts with, its path aside: a row keeps the rest.
+
+    >>> url_prefix("https://x.example/"), path_of("https://x.example", "https://x.example/a")
+    ('https://x.example/', '/a')
+    >>> path_of("https://x.example", "https://y.example/a")
+    'https://y.example/a'
+    """
+    return origin.rstrip("/") + "/"
+
+
+def path_of(origin: str, url: str) -> str:
+    """The key of ``url`` in ``origin``'s rows: from the "/" after the origin, or the whole
+    URL when it is another site's (a path starts with "/", a URL never does)."""
+    prefix = url_prefix(origin)
+    return url[len(prefix) - 1 :] if url.startswith(prefix) else url
+
+
+def url_of(origin: str, path: str) -> str:
+    """The URL of a row's ``path`` (``path_of`` undone)."""
+    return origin.rstrip("/") + path if path.startswith("/") else path
+
+
+def _iso(seconds: int | None) -> str | None:
+    """Unix seconds as the state's ISO text (``format_utc``)."""
+    if seconds is None:
+        return None
+    return format_utc(dt.datetime.fromtimestamp(seconds, dt.UTC))
+
+
+def _intervals(text: str | None) -> list[tuple[float, bool]]:
+    return [(float(t), bool(c)) for t, c in json.loads(text)] if text else []
+
+
+def _json_list(values: list[Any]) -> str | None:
+    """A list of intervals as stored: None for none."""
+    return json.dumps(values, separators=(",", ":")) if values else None
 
 
 class StateStore:
@@ -148,9 +171,14 @@ class StateStore:
         self.upgraded_from: int | None = None
         # This connection's staging area for URL rows (see write_urls): not in the file.
         connection.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS staged_urls (url TEXT, segment TEXT, "
-            "sitemap TEXT, lastmod_raw TEXT, now TEXT, refetch INTEGER)"
+            "CREATE TEMP TABLE IF NOT EXISTS staged_urls (url TEXT, segment INTEGER, "
+            "sitemap INTEGER, lastmod_raw TEXT, now INTEGER, refetch INTEGER)"
         )
+        #: ``names`` both ways (origins, segments, sitemaps: a few thousand at most)
+        self._ids: dict[str, int] = {}
+        self._names: dict[int, str] = {}
+        #: (origin, run) of runs that began with no URL row of their origin in the file
+        self._fresh: set[tuple[str, int]] = set()
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -166,7 +194,31 @@ class StateStore:
         db, version, upgraded_from = open_database(path, upto, wait=wait)
         store = cls(db, path)
         store.version, store.upgraded_from = version, upgraded_from
+        store.load_names()
         return store
+
+    def load_names(self) -> None:
+        """Read ``names`` (origins, segments and sitemaps by id) into memory."""
+        if self.version < 6:  # an older schema kept for an upgrade test: no names yet
+            return
+        for name_id, name in self.db.execute("SELECT id, name FROM names"):
+            self._ids[name] = name_id
+            self._names[name_id] = name
+
+    def name_id(self, name: str, *, create: bool = False) -> int | None:
+        """The id of an origin, segment or sitemap (made when ``create``; else None when
+        the file has none)."""
+        found = self._ids.get(name)
+        if found is None and create:
+            self.db.execute("INSERT OR IGNORE INTO names (name) VALUES (?)", (name,))
+            (found,) = self.db.execute("SELECT id FROM names WHERE name = ?", (name,)).fetchone()
+            self._ids[name] = found
+            self._names[found] = name
+        return found
+
+    def name(self, name_id: int) -> str:
+        """The origin, segment or sitemap of an id."""
+        return self._names[name_id]
 
     def close(self) -> None:
         self.db.close()
@@ -183,6 +235,13 @@ class StateStore:
             (origin, started_at, since),
         )
         assert cursor.lastrowid is not None
+        origin_id = self.name_id(origin)
+        if origin_id is None or (
+            self.db.execute("SELECT 1 FROM urls WHERE origin = ? LIMIT 1", (origin_id,)).fetchone()
+            is None
+        ):
+            # every URL row of this origin will be this run's: unchanged_counts is empty
+            self._fresh.add((origin, cursor.lastrowid))
         return cursor.lastrowid
 
     def finish_run(self, run_id: int, finished_at: str, reason: str, server_now: str) -> None:
@@ -221,17 +280,41 @@ class StateStore:
     # -- URLs ------------------------------------------------------------------------------
 
     def url(self, origin: str, url: str) -> UrlState | None:
+        origin_id = self.name_id(origin)
+        if origin_id is None:
+            return None
         row = self.db.execute(
-            f"SELECT {_URL_COLUMNS} FROM urls WHERE origin = ? AND url = ?",  # noqa: S608
-            (origin, url),
+            f"SELECT {_URL_COLUMNS} FROM urls WHERE origin = ? AND path = ?",  # noqa: S608
+            (origin_id, path_of(origin, url)),
         ).fetchone()
-        return _url_state(row) if row is not None else None
+        return self._url_state(origin, row) if row is not None else None
+
+    def _url_state(self, origin: str, row: Sequence[Any]) -> UrlState:
+        path, segment, sitemap, raw, first, last, changed, refetch, fetched, fp, modified = row[:11]
+        return UrlState(
+            url_of(origin, path),
+            self._names[segment],
+            self._names[sitemap],
+            raw,
+            first,
+            last,
+            _iso(changed),
+            _iso(refetch),
+            fetched,
+            fp,
+            modified,
+            _intervals(row[11]),
+            row[12],
+            _intervals(row[13]),
+            row[14],
+            row[15],
+        )
 
     def write_urls(
-        self, origin: str, run_id: int, rows: Sequence[tuple[str, str, str, str | None, str, bool]]
+        self, origin: str, run_id: int, rows: Sequence[tuple[str, str, str, str | None, int, bool]]
     ) -> None:
         """Stage the URLs one run saw, each ``(url, segment, sitemap, lastmod_raw, now,
-        refetch)``; ``merge_urls`` writes them into ``urls`` (and ``lastmod_history``), by
+        refetch)``, ``now`` in Unix seconds; ``merge_urls`` writes them into ``urls``, by
         itself every ``MERGE_EVERY`` rows and before rows of another origin or run.
 
         Staged rows are appended to a temporary table (this connection's only, never in the
@@ -248,67 +331,87 @@ class StateStore:
         db = self.db
         db.execute("BEGIN")
         try:
-            db.executemany("INSERT INTO temp.staged_urls VALUES (?, ?, ?, ?, ?, ?)", rows)
+            # Segments and sitemaps by id: a few distinct names, so the staged rows are
+            # shorter and the merge looks nothing up.
+            ids = self._ids
+            for name in {name for row in rows for name in (row[1], row[2])} - ids.keys():
+                self.name_id(name, create=True)
+            db.executemany(
+                "INSERT INTO temp.staged_urls VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (url, ids[seg], ids[sm], raw, now, refetch)
+                    for url, seg, sm, raw, now, refetch in rows
+                ],
+            )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
+            self._ids.clear()
+            self._names.clear()
+            self.load_names()
             raise
         self.staged += len(rows)
         if self.staged >= MERGE_EVERY:
             self.merge_urls()
 
     def merge_urls(self) -> None:
-        """Write the staged URLs into ``urls``: a lastmod that differs from the stored one (or
-        a new URL) goes to ``lastmod_history`` and stamps ``lastmod_changed_at``/``_run``.
-        In key order (a URL staged twice keeps its order), all in SQL."""
+        """Write the staged URLs into ``urls``: a lastmod that differs from the stored one
+        stamps ``lastmod_changed_at``/``_run``, keeps the stored one as
+        ``previous_lastmod_raw`` and counts a change. In key order (a URL staged twice keeps
+        its order), all in SQL."""
         if not self.staged or self._staged_for is None:
             return
         origin, run_id = self._staged_for
+        prefix = url_prefix(origin)
         db = self.db
         db.execute("BEGIN")
         try:
+            origin_id = self.name_id(origin, create=True)
             db.execute(
-                "INSERT INTO lastmod_history (origin, url, run_id, lastmod_raw) "
-                "SELECT ?1, s.url, ?2, s.lastmod_raw FROM temp.staged_urls AS s "
-                "WHERE NOT EXISTS (SELECT 1 FROM urls WHERE origin = ?1 AND url = s.url "
-                "AND lastmod_raw IS s.lastmod_raw) ORDER BY s.url, s.rowid",
-                (origin, run_id),
-            )
-            db.execute(
-                "INSERT INTO urls (origin, url, segment, sitemap, lastmod_raw, first_run, "
-                "last_run, lastmod_changed_at, lastmod_changed_run, last_refetch_at, item) "
-                "SELECT ?1, url, segment, sitemap, lastmod_raw, ?2, ?2, now, ?2, "
-                "CASE WHEN refetch THEN now END, NULL FROM temp.staged_urls WHERE true "
-                "ORDER BY url, rowid "
-                "ON CONFLICT (origin, url) DO UPDATE SET segment = excluded.segment, "
+                "INSERT INTO urls (origin, path, segment, sitemap, lastmod_raw, first_run, "
+                "last_run, lastmod_changed_at, lastmod_changed_run, last_refetch_at) "
+                "SELECT ?1, CASE WHEN substr(s.url, 1, ?3) = ?4 THEN substr(s.url, ?3) "
+                "ELSE s.url END, s.segment, s.sitemap, s.lastmod_raw, ?2, ?2, s.now, "
+                "?2, CASE WHEN s.refetch THEN s.now END FROM temp.staged_urls AS s WHERE true "
+                "ORDER BY 2, s.rowid "
+                "ON CONFLICT (origin, path) DO UPDATE SET segment = excluded.segment, "
                 "sitemap = excluded.sitemap, lastmod_raw = excluded.lastmod_raw, "
                 "last_run = excluded.last_run, "
                 "lastmod_changed_at = CASE WHEN lastmod_raw IS excluded.lastmod_raw "
                 "THEN lastmod_changed_at ELSE excluded.lastmod_changed_at END, "
                 "lastmod_changed_run = CASE WHEN lastmod_raw IS excluded.lastmod_raw "
                 "THEN lastmod_changed_run ELSE excluded.last_run END, "
-                "last_refetch_at = coalesce(excluded.last_refetch_at, last_refetch_at), "
-                "item = excluded.item",
-                (origin, run_id),
+                "lastmod_changes = lastmod_changes + (lastmod_raw IS NOT excluded.lastmod_raw), "
+                "previous_lastmod_raw = CASE WHEN lastmod_raw IS excluded.lastmod_raw "
+                "THEN previous_lastmod_raw ELSE lastmod_raw END, "
+                "last_refetch_at = coalesce(excluded.last_refetch_at, last_refetch_at)",
+                (origin_id, run_id, len(prefix), prefix),
             )
             db.execute("DELETE FROM temp.staged_urls")
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
+            self._ids.clear()
+            self._names.clear()
+            self.load_names()
             raise
         self.staged = 0
 
     def unchanged_counts(self, origin: str, run_id: int) -> dict[str, int]:
         """Per segment, URLs of this run already known before it whose lastmod did not
         change on it (the ΔL = 0 population of the cross-run score)."""
-        return dict(
-            self.db.execute(
+        origin_id = self.name_id(origin)
+        if origin_id is None or (origin, run_id) in self._fresh:
+            return {}
+        return {
+            self._names[segment]: count
+            for segment, count in self.db.execute(
                 "SELECT segment, count(*) FROM urls WHERE origin = ? AND last_run = ? "
                 "AND first_run < ? AND (lastmod_changed_run IS NULL OR lastmod_changed_run < ?) "
                 "GROUP BY segment",
-                (origin, run_id, run_id, run_id),
-            ).fetchall()
-        )
+                (origin_id, run_id, run_id, run_id),
+            )
+        }
 
     def record_fetch(
         self,
@@ -351,37 +454,36 @@ class StateStore:
                     None if interval is None else int(interval[1]),
                 ),
             )
+            key = (self.name_id(origin), path_of(origin, url))
             if fingerprint is not None:
                 row = db.execute(
-                    "SELECT intervals, page_intervals FROM urls WHERE origin = ? AND url = ?",
-                    (origin, url),
+                    "SELECT intervals, page_intervals FROM urls WHERE origin = ? AND path = ?", key
                 ).fetchone()
-                intervals = json.loads(row[0]) if row is not None else []
-                from_dates = json.loads(row[1]) if row is not None else []
+                intervals = json.loads(row[0]) if row is not None and row[0] else []
+                from_dates = json.loads(row[1]) if row is not None and row[1] else []
                 if interval is not None:
                     intervals = [*intervals, [round(interval[0], 1), int(interval[1])]]
                 from_dates += [[round(t, 1), int(c)] for t, c in page_intervals]
                 db.execute(
                     "UPDATE urls SET fetched_at = ?, fingerprint = ?, page_modified = ?, "
                     "http_last_modified = ?, etag = ?, intervals = ?, page_intervals = ?, "
-                    "fetched_lastmod_raw = lastmod_raw WHERE origin = ? AND url = ?",
+                    "fetched_lastmod_raw = lastmod_raw WHERE origin = ? AND path = ?",
                     (
                         fetched_at,
                         fingerprint,
                         page_modified,
                         http_last_modified,
                         etag,
-                        json.dumps(intervals[-MAX_INTERVALS:], separators=(",", ":")),
-                        json.dumps(from_dates[-MAX_INTERVALS:], separators=(",", ":")),
-                        origin,
-                        url,
+                        _json_list(intervals[-MAX_INTERVALS:]),
+                        _json_list(from_dates[-MAX_INTERVALS:]),
+                        *key,
                     ),
                 )
             if miss is not None:
                 db.execute(
                     "UPDATE urls SET miss_since = ?, miss_at = ?, miss_run = ?, "
-                    "miss_counted = ? WHERE origin = ? AND url = ?",
-                    (miss[0], fetched_at, run_id, int(miss[1]), origin, url),
+                    "miss_counted = ? WHERE origin = ? AND path = ?",
+                    (miss[0], fetched_at, run_id, int(miss[1]), *key),
                 )
             db.execute("COMMIT")
         except BaseException:
@@ -390,8 +492,11 @@ class StateStore:
 
     def segment_size(self, origin: str, segment: str) -> int:
         """URLs of the segment the state knows."""
+        key = (self.name_id(origin), self.name_id(segment))
+        if None in key:
+            return 0
         row = self.db.execute(
-            "SELECT count(*) FROM urls WHERE origin = ? AND segment = ?", (origin, segment)
+            "SELECT count(*) FROM urls WHERE origin = ? AND segment = ?", key
         ).fetchone()
         return int(row[0])
 
@@ -401,20 +506,30 @@ class StateStore:
         """Misses found before this run and not yet settled: (url, segment, lastmod_raw,
         miss_since, miss_at, miss_run, counted, lastmod moved since the miss)."""
         return [
-            (url, seg, raw, since, at, run, bool(counted), bool(moved))
-            for url, seg, raw, since, at, run, counted, moved in self.db.execute(
-                "SELECT url, segment, lastmod_raw, miss_since, miss_at, miss_run, "
+            (
+                url_of(origin, path),
+                self._names[seg],
+                raw,
+                since,
+                at,
+                run,
+                bool(counted),
+                bool(moved),
+            )
+            for path, seg, raw, since, at, run, counted, moved in self.db.execute(
+                "SELECT path, segment, lastmod_raw, miss_since, miss_at, miss_run, "
                 "miss_counted, coalesce(lastmod_changed_run > miss_run, 0) FROM urls "
                 "WHERE origin = ? AND miss_at IS NOT NULL AND miss_run < ?",
-                (origin, run_id),
+                (self.name_id(origin), run_id),
             )
         ]
 
     def settle_misses(self, origin: str, urls: Iterable[str]) -> None:
+        origin_id = self.name_id(origin)
         self.db.executemany(
             "UPDATE urls SET miss_since = NULL, miss_at = NULL, miss_run = NULL, "
-            "miss_counted = NULL WHERE origin = ? AND url = ?",
-            [(origin, url) for url in urls],
+            "miss_counted = NULL WHERE origin = ? AND path = ?",
+            [(origin_id, path_of(origin, url)) for url in urls],
         )
 
     def segment_rate(
@@ -426,8 +541,9 @@ class StateStore:
         column = "page_intervals" if page_dates else "intervals"
         changes, seconds = 0, 0.0
         for (intervals,) in self.db.execute(
-            f"SELECT {column} FROM urls WHERE origin = ? AND segment = ? AND {column} != '[]'",  # noqa: S608 - one of two column names
-            (origin, segment),
+            f"SELECT {column} FROM urls WHERE origin = ? AND segment = ? "  # noqa: S608 - one of two column names
+            f"AND {column} IS NOT NULL",
+            (self.name_id(origin), self.name_id(segment)),
         ):
             for t, c in json.loads(intervals):
                 changes += int(c)

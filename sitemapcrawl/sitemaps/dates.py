@@ -50,6 +50,14 @@ sorted subset of :data:`FLAGS`:
     the value is more than one day after ``now``.
 ``invalid``
     the text could not be parsed; ``value`` and ``precision`` are ``None``.
+``nonstandard``
+    the text was parsed but is not in a form the protocol names: neither the W3C
+    datetime profile above nor the XML Schema ``date`` / ``dateTime`` of the protocol's
+    schema (which adds a time with seconds and no zone, and a date with a zone). A
+    space for ``T``, ``+hhmm`` offsets, ``UTC`` suffixes, lower-case ``t``/``z``, a
+    decimal comma, a leap second, minutes without a zone and RFC 2822 dates are kept,
+    parsed, and flagged so. For :func:`parse_feed_date`, RFC 822 / 2822 dates (RSS's
+    own) are standard too.
 ``sentinel``
     the value is a well-known placeholder rather than a real modification
     time; see below.
@@ -90,7 +98,14 @@ __all__ = [
 ]
 
 PRECISIONS: tuple[str, ...] = ("year", "month", "day", "minute", "second", "fraction")
-FLAGS: tuple[str, ...] = ("assumed_utc", "date_only", "future", "invalid", "sentinel")
+FLAGS: tuple[str, ...] = (
+    "assumed_utc",
+    "date_only",
+    "future",
+    "invalid",
+    "nonstandard",
+    "sentinel",
+)
 
 _UTC = dt.UTC
 _ONE_DAY = dt.timedelta(days=1)
@@ -223,7 +238,9 @@ def parse_lastmod(text: str | None, *, now: dt.datetime | None = None) -> LastMo
     >>> lm.iso, lm.precision, lm.flags
     ('2024-05-01T00:00:00Z', 'day', ('date_only',))
     >>> parse_lastmod("2024-05-01 10:00").flags
-    ('assumed_utc',)
+    ('assumed_utc', 'nonstandard')
+    >>> parse_lastmod("May 6, 2024").flags, parse_lastmod("2024-05-06T07:08:09").flags
+    (('date_only', 'nonstandard'), ('assumed_utc',))
     >>> parse_lastmod("2030-01-01", now=dt.datetime(2024, 1, 1, tzinfo=dt.UTC)).flags
     ('date_only', 'future')
     >>> parse_lastmod("2024-13-01")
@@ -263,8 +280,16 @@ def parse_feed_date(text: str | None, *, now: dt.datetime | None = None) -> Last
     '2003-06-10T09:00:00Z'
     >>> parse_feed_date("2003-06-10T04:00:00Z").iso
     '2003-06-10T04:00:00Z'
+    >>> parse_lastmod("10 Jun 2003 04:00 GMT").flags, parse_feed_date("10 Jun 2003 04:00 GMT").flags
+    (('nonstandard',), ())
     """
-    return parse_lastmod(text, now=now)
+    parsed = parse_lastmod(text, now=now)
+    if parsed is None or "nonstandard" not in parsed.flags:
+        return parsed
+    if _RFC_RE.fullmatch(" ".join(parsed.raw.split())) is None:
+        return parsed
+    flags = tuple(f for f in parsed.flags if f != "nonstandard")
+    return LastMod(parsed.raw, parsed.value, parsed.precision, flags)
 
 
 # --------------------------------------------------------------------------
@@ -288,7 +313,20 @@ _CLOCK = _Clock()
 _INVALID_FLAGS: tuple[str, ...] = ("invalid",)
 _DATE_ONLY_FLAGS: tuple[str, ...] = ("date_only",)
 _ASSUMED_UTC_FLAGS: tuple[str, ...] = ("assumed_utc",)
+_NONSTANDARD_FLAGS: tuple[str, ...] = ("nonstandard",)
+_ASSUMED_UTC_NONSTANDARD_FLAGS: tuple[str, ...] = ("assumed_utc", "nonstandard")
 _NO_FLAGS: tuple[str, ...] = ()
+#: The forms the protocol names: the W3C datetime profile (a time needs a zone), and the
+#: XML Schema date and dateTime of its schema (a date may have a zone, a time with seconds
+#: may have none). Leap seconds are in neither (checked apart).
+_STANDARD = re.compile(
+    r"[0-9]{4}(?:-[0-9]{2}(?:-[0-9]{2}(?:"
+    r"Z|[+-][0-9]{2}:[0-9]{2}"
+    r"|T[0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:[0-9]{2})"
+    r"|T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r")?)?)?"
+)
+_LEAP_SECOND = re.compile(r"T[0-9]{2}:[0-9]{2}:60")
 
 # Fast path: the canonical W3C shapes, handed to the C fromisoformat().
 # Anything unusual (other shapes, out-of-range fields, 24:00, leap seconds,
@@ -324,7 +362,7 @@ def _parse_cached(raw: str) -> LastMod:
         elif raw[-1] == "Z":
             value = _fromisoformat(raw)
             size = len(raw) - 1
-            flags = _NO_FLAGS
+            flags = _NO_FLAGS if raw[10] == "T" else _NONSTANDARD_FLAGS
         elif raw[-6] in "+-":
             size = len(raw) - 6
             offset = _OFFSETS.get(raw[size:])
@@ -333,11 +371,13 @@ def _parse_cached(raw: str) -> LastMod:
             value = _fromisoformat(raw[:size] + "+00:00")
             if offset:
                 value -= offset
-            flags = _NO_FLAGS
+            flags = _NO_FLAGS if raw[10] == "T" else _NONSTANDARD_FLAGS
         else:
             value = _fromisoformat(raw + "+00:00")
             size = len(raw)
-            flags = _ASSUMED_UTC_FLAGS
+            # XML Schema's dateTime: a time with seconds may have no zone
+            standard = raw[10] == "T" and size > 16
+            flags = _ASSUMED_UTC_FLAGS if standard else _ASSUMED_UTC_NONSTANDARD_FLAGS
         if size != 10:
             precision = "minute" if size == 16 else "second" if size == 19 else "fraction"
     except (ValueError, OverflowError):
@@ -367,6 +407,8 @@ for _time, _precision in (
         (b"-99:99", _OFFSET, _NO_FLAGS),
         (b"", _LOCAL, _ASSUMED_UTC_FLAGS),
     ):
+        if _kind == _LOCAL and _precision == "minute":
+            continue  # no zone and no seconds: neither W3C nor XML Schema (nonstandard)
         _W3C_SHAPES[b"9999-99-99T" + _time + _zone] = (_kind, _precision, _flags)
 _new_lastmod = LastMod.__new__
 
@@ -459,6 +501,8 @@ def _parse_general(raw: str) -> LastMod:
         flags.append("assumed_utc")
     if precision in ("year", "month", "day"):
         flags.append("date_only")
+    if _STANDARD.fullmatch(raw) is None or _LEAP_SECOND.search(raw) is not None:
+        flags.append("nonstandard")
     if _is_sentinel(value):
         flags.append("sentinel")
     return LastMod(raw, value, precision, tuple(flags))

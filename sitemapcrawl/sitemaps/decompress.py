@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import brotli  # br and zstd: the libraries Scrapy itself decodes them with
 from backports import zstd
 
-from .errors import BodyTooLarge, DecompressionError, SitemapError
+from .errors import BodyTooLarge, DecompressionError, GzipTooDeep, SitemapError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -52,7 +52,8 @@ class BodyDecoder:
     the body is read as it is from there).
     ``max_size`` caps the decoded bytes; ``max_layers`` caps how many gzip layers are peeled
     (a body gzipped twice is common when a server adds ``Content-Encoding`` to a ``.gz``
-    file and a proxy decodes it once). After iteration, ``faults`` lists what went wrong,
+    file and a proxy decodes it once); a body still gzip after them is a ``gzip_layers``
+    fault. After iteration, ``faults`` lists what went wrong,
     ``layers`` how many gzip layers there were and ``size`` how many bytes came out.
 
     >>> import gzip
@@ -109,7 +110,15 @@ class BodyDecoder:
             if not first:
                 return
             stream = chain((first,), stream)
-            if first[:2] != GZIP_MAGIC or self.layers >= self.max_layers:
+            if first[:2] != GZIP_MAGIC:
+                break
+            if self.layers >= self.max_layers:
+                self.faults.append(
+                    GzipTooDeep(
+                        f"still gzip after {self.layers} layers, the most that are peeled; "
+                        "not decompressed further"
+                    )
+                )
                 break
             self.layers += 1
             stream = self._gunzip(stream)

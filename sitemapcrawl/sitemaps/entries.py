@@ -20,9 +20,34 @@ from w3lib.url import safe_url_string
 
 from . import extensions as ext
 from .dates import parse_feed_date, parse_lastmod
-from .errors import SitemapError, TooManyUrls
+from .errors import (
+    LocBadScheme,
+    LocControlChars,
+    LocInvalid,
+    LocInvisibleChars,
+    LocMissing,
+    LocNotAbsolute,
+    LocQueryOrFragment,
+    LocRelativeOtherHost,
+    LocRepeated,
+    LocTooLong,
+    LocUndecodable,
+    MixedEntries,
+    SitemapError,
+    TagCase,
+    TooManyUrls,
+)
 from .model import SitemapRef, UrlEntry
-from .urls import HTTP, PLAIN_URL, UNEXPANDED, authority, bad_authority
+from .scope import same_host
+from .urls import (
+    CUT,
+    HTTP,
+    PLAIN_URL,
+    UNEXPANDED,
+    XML_SPACE,
+    bad_authority,
+    invisible,
+)
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -30,17 +55,46 @@ if TYPE_CHECKING:
     from lxml.etree import _Element
 
     from .dates import LastMod
+    from .errors import EntryFault
     from .model import Limits
 
 __all__ = ["EntryRules", "priority_value"]
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
-_C0_SPACE = "".join(map(chr, range(0x21))) + "\x7f"
-_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+#: Control characters: C0, DEL (also the reader's mark of a raw C0 libxml2 would drop), C1.
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: ``_unusable``'s answer for a location made of an entity reference (not an entry fault:
+#: the file's ``xml_entities`` fault tells why).
+_UNEXPANDED = LocMissing
+#: Protocol tags an entry may hold, by their lower-case names.
+_PROTOCOL_TAGS = frozenset(("loc", "lastmod", "changefreq", "priority"))
+#: The names of an entry's children read as they are (the others are checked for case).
+_CHILD_TAGS = _PROTOCOL_TAGS | {"mobile", "link", "image", "video", "news", "PageMap"}
 #: Bound here: CPython 3.11 compiles ``NAME.method()`` as an attribute load plus a call of
 #: the bound method when NAME was imported, a cost on every entry.
 _plain_url = PLAIN_URL.fullmatch
+
+
+def _unusable(loc: str) -> type[EntryFault] | None:
+    """Why a location (stripped of XML white space) that is not plain ASCII, or holds a
+    control character, can never be a URL; None when it may be one.
+
+    >>> _unusable("https://a.example/\\ufffd").code, _unusable("https://a.example/a\\tb").code
+    ('loc_undecodable', 'loc_control_chars')
+    >>> _unusable("https://a.example/\\xe9") is None
+    True
+    """
+    if UNEXPANDED in loc:
+        return _UNEXPANDED
+    if CUT in loc:
+        return LocTooLong
+    if "\ufffd" in loc:  # what the decoders put for bytes invalid in the encoding
+        return LocUndecodable
+    if _CONTROLS.search(loc) is not None:
+        return LocControlChars
+    if invisible(loc):
+        return LocInvisibleChars
+    return None
 
 
 def priority_value(text: str | None) -> tuple[float | None, bool]:
@@ -63,19 +117,22 @@ def priority_value(text: str | None) -> tuple[float | None, bool]:
 class EntryRules:
     """The entry rules of one sitemap body, with its tallies.
 
-    ``url`` is where the body came from (relative locations are resolved against it),
-    ``limits`` its caps, ``now`` the clock future lastmods are judged by. ``counts``: how
-    often each per-entry problem happened (``loc_missing``, ``loc_relative``,
-    ``loc_too_long``, ``loc_bad_scheme``, ``lastmod_invalid``, ``priority_invalid``,
-    ``over_url_limit``…); ``faults``: the distinct problems; ``urls`` and ``sitemaps``: the
-    URL entries and index children counted so far.
+    ``url`` is where the body came from (relative locations are resolved against it, and
+    must stay on its host), ``limits`` its caps, ``now`` the clock future lastmods
+    are judged by. ``counts``: how often each per-entry problem happened (``loc_missing``,
+    ``loc_relative``, ``loc_too_long``, ``loc_bad_scheme``, ``lastmod_invalid``,
+    ``lastmod_nonstandard``, ``priority_invalid``, ``over_url_limit``…); ``faults``: the
+    distinct problems (an entry fault, ``errors.EntryFault``, once: at its first entry);
+    ``urls`` and ``sitemaps``: the URL entries and index children counted so far.
+    ``index_root``: the file's root is a ``sitemapindex`` (None: neither kind of sitemap);
+    an entry of the other kind is a ``mixed_entries`` fault.
 
     >>> from sitemapcrawl.sitemaps.model import Limits
     >>> rules = EntryRules("https://x.example/s.xml", Limits(max_urls=1))
     >>> rules.loc("/a"), rules.loc("javascript:alert(1)"), dict(rules.counts)
     (('https://x.example/a', True), (None, False), {'loc_relative': 1, 'loc_bad_scheme': 1})
     >>> rules.count_url(), rules.count_url(), [f.code for f in rules.faults]
-    (True, True, ['too_many_urls'])
+    (True, True, ['loc_bad_scheme', 'too_many_urls'])
     """
 
     def __init__(self, url: str, limits: Limits, now: dt.datetime | None = None) -> None:
@@ -86,38 +143,59 @@ class EntryRules:
         self.faults: list[SitemapError] = []
         self.urls = 0
         self.sitemaps = 0
+        self.index_root: bool | None = None
+        self._recorded: set[str] = set()  # the codes of the entry faults recorded
 
     def reset(self, faults_kept: int = 0) -> None:
         """Forget the tallies (a parser starts the body over), keeping the first
         ``faults_kept`` faults."""
         del self.faults[faults_kept:]
+        self._recorded = {f.code for f in self.faults}
         self.counts.clear()
         self.urls = self.sitemaps = 0
 
+    def entry_fault(self, fault: type[EntryFault], example: str | None, count: int = 1) -> None:
+        """Count ``count`` entries with ``fault``; record it at the first (``example``).
+        ``count=0``: record it (once) without counting an entry (the root's tag)."""
+        code = fault.code
+        if code not in self._recorded:
+            self._recorded.add(code)
+            if example is not None:
+                example = example.replace(CUT, "[a text node too long, cut out]")
+            self.faults.append(fault.at(example))
+        if count:
+            self.counts[code] += count
+
     # -- values ------------------------------------------------------------------------
 
-    def loc(self, raw: str | None) -> tuple[str | None, bool]:
+    def loc(self, raw: str | None, base: str | None = None) -> tuple[str | None, bool]:
         """Validate one location: absolute http(s), within the length limit; return it
-        (None when unusable, counted) and whether it was relative.
+        (None when unusable: counted, an entry fault) and whether it was relative.
 
-        As browsers do (WHATWG URL), leading and trailing control characters and spaces
-        are stripped, tabs and newlines inside are removed, and other control characters
-        are percent-encoded; a location that had any is counted (``loc_control_chars``).
+        Only XML white space is stripped at its ends. A location that holds a control
+        character, an invisible character, undecodable bytes or a marker of text the
+        reader cut is dropped, never cleaned into another URL. A relative location is
+        resolved against the sitemap's URL (a relative path: against its directory) and
+        kept only when it stays on the sitemap's host, or its ``www.`` twin (``base``: an
+        explicit base, Atom's ``xml:base``, resolved against the sitemap's URL: it is the
+        file's own word, so it may name another host).
         """
         if raw is None:
-            self.counts["loc_missing"] += 1
+            self.entry_fault(LocMissing, None)
             return None, False
         if _plain_url(raw) and len(raw) <= self.limits.max_loc_length:
             return raw, False  # the common case, with nothing to check further
-        loc = raw
-        if UNEXPANDED in loc:  # made of an entity reference, never expanded: unknowable
-            self.counts["loc_unexpanded_entity"] += 1
+        loc = raw.strip(XML_SPACE)
+        if not loc:
+            self.entry_fault(LocMissing, None)
             return None, False
-        controls = _CONTROLS.search(loc) is not None
-        if controls:
-            loc = loc.strip(_C0_SPACE).translate(_TAB_NEWLINE)
-            if not loc:
-                self.counts["loc_missing"] += 1
+        if not loc.isascii() or _CONTROLS.search(loc) is not None:
+            why = _unusable(loc)
+            if why is not None:
+                if why is not _UNEXPANDED:
+                    self.entry_fault(why, loc)
+                else:  # an entity reference, never expanded: xml_entities tells why
+                    self.counts["loc_unexpanded_entity"] += 1
                 return None, False
         relative = False
         if not loc.startswith(HTTP):
@@ -126,49 +204,65 @@ class EntryRules:
                 colon = loc.index(":")
                 loc = lowered[:colon] + loc[colon:]
             else:
-                if _SCHEME.match(loc):  # RFC 3986 scheme: javascript:, data:, user-agent:…
-                    self.counts["loc_bad_scheme"] += 1
+                resolved = self._resolve(loc, base)
+                if resolved is None:
                     return None, False
-                try:
-                    loc = urljoin(self.url, loc)
-                except ValueError:  # "//[not-an-address" and the like
-                    self.counts["loc_invalid"] += 1
-                    return None, False
-                relative = True
-                if not loc[:8].lower().startswith(HTTP):  # only from a non-http base URL
-                    self.counts["loc_bad_scheme"] += 1
-                    return None, False
-                self.counts["loc_relative"] += 1
-        if controls:
-            self.counts["loc_control_chars"] += 1
-            if _CONTROLS.search(authority(loc)):  # no host has one: it cannot be fixed
-                self.counts["loc_invalid"] += 1
-                return None, False
-        if controls or not loc.isascii() or " " in loc or "[" in loc or "]" in loc:
+                loc, relative = resolved, True
+        if not loc.isascii() or " " in loc or "[" in loc or "]" in loc:
             try:
-                loc = safe_url_string(loc.strip())
+                loc = safe_url_string(loc)
             except ValueError:  # a bracketed host that is not an IP address
-                self.counts["loc_invalid"] += 1
+                self.entry_fault(LocInvalid, loc)
                 return None, False
-            if _CONTROLS.search(loc) or " " in loc:  # left in the host: no such host
-                self.counts["loc_invalid"] += 1
+            if " " in loc:  # left in the host: no such host
+                self.entry_fault(LocInvalid, loc)
                 return None, False
         if len(loc) > self.limits.max_loc_length:
-            self.counts["loc_too_long"] += 1
+            self.entry_fault(LocTooLong, loc)
             return None, False
         if bad_authority(loc):
-            self.counts["loc_invalid"] += 1
+            self.entry_fault(LocInvalid, loc)
             return None, False
         return loc, relative
+
+    def _resolve(self, loc: str, base: str | None) -> str | None:
+        """A location without an http(s) scheme, resolved (None: dropped, counted)."""
+        if _SCHEME.match(loc):  # RFC 3986 scheme: javascript:, data:, user-agent:…
+            self.entry_fault(LocBadScheme, loc)
+            return None
+        if loc[0] in "?#":
+            self.entry_fault(LocQueryOrFragment, loc)
+            return None
+        try:
+            resolved = urljoin(self.url if base is None else urljoin(self.url, base), loc)
+        except ValueError:  # "//[not-an-address" and the like
+            self.entry_fault(LocInvalid, loc)
+            return None
+        if not resolved[:8].lower().startswith(HTTP):  # only from a non-http base URL
+            self.entry_fault(LocBadScheme, resolved)
+            return None
+        if base is None and not same_host(resolved, self.url):  # "//other.example/x"
+            self.entry_fault(LocRelativeOtherHost, loc)
+            return None
+        self.counts["loc_relative"] += 1
+        return resolved
 
     def lastmod(self, raw: str | None, feed: bool = False) -> LastMod | None:
         """The parsed ``<lastmod>`` (``feed``: an RSS date), an invalid one counted."""
         if raw is None:
             return None
         parsed = parse_feed_date(raw, now=self.now) if feed else parse_lastmod(raw, now=self.now)
-        if parsed is not None and parsed.value is None:
-            self.counts["lastmod_invalid"] += 1
+        if parsed is not None and (parsed.value is None or "nonstandard" in parsed.flags):
+            self.tally_lastmod(parsed)
         return parsed
+
+    def tally_lastmod(self, lastmod: LastMod) -> None:
+        """Count a lastmod that is invalid or in a nonstandard form."""
+        flags = lastmod.flags
+        if lastmod.value is None:
+            self.counts["lastmod_invalid"] += 1
+        elif "nonstandard" in flags:
+            self.counts["lastmod_nonstandard"] += 1
 
     def priority(self, raw: str) -> float | None:
         """The ``<priority>`` value; an invalid one is counted and read as None."""
@@ -214,39 +308,70 @@ class EntryRules:
 
     def text_line(self, line: str, position: int) -> UrlEntry | None:
         """The entry of one line of a text sitemap (None: blank, a comment, unusable)."""
-        line = line.strip().strip("\ufeff")
-        if not line or line.startswith("#"):
+        line = line.strip(XML_SPACE)
+        if not line or line[0] == "#":
             return None
-        loc, relative = self.loc(line)
+        if _plain_url(line) and len(line) <= self.limits.max_loc_length:
+            return UrlEntry(line, position=position)  # the common case, as ``loc`` gives it
+        if not line[:8].lower().startswith(HTTP):  # never resolved: only absolute URLs
+            why = _unusable(line)
+            if why is None or why is _UNEXPANDED:
+                why = LocBadScheme if _SCHEME.match(line) else LocNotAbsolute
+            self.entry_fault(why, line)
+            return None
+        loc, _ = self.loc(line)
         if loc is None:
             return None
-        return UrlEntry(loc, relative=relative, position=position)
+        return UrlEntry(loc, position=position)
 
     def element(self, el: _Element) -> UrlEntry | SitemapRef | None:
         """The entry of a ``<url>`` or ``<sitemap>`` element, lxml's or the scanner's light
-        one (None: its location is unusable, or an index child past the limit)."""
+        one (None: its location is unusable, or an index child past the limit).
+
+        Protocol tags in another case (``<URL>``, ``<Loc>``) are read as the protocol's
+        (``tag_case``); an entry of the other kind than the root is read all the same
+        (``mixed_entries``); of two ``<loc>``, the first is read (``loc_repeated``).
+        """
         tag = el.tag
-        is_index = tag[tag.rfind("}") + 1 :] == "sitemap"
+        local = tag[tag.rfind("}") + 1 :]
+        is_index = local == "sitemap"
+        miscased = False
+        if not is_index and local != "url":  # <URL>, <Sitemap>
+            local = local.lower()
+            is_index = local == "sitemap"
+            miscased = True
+        if is_index is not self.index_root and self.index_root is not None:
+            root = "sitemapindex" if self.index_root else "urlset"
+            self.entry_fault(MixedEntries, f"<{local}> in a <{root}>")
         loc_raw = lastmod_raw = changefreq = priority_raw = None
         lists: dict[str, list[dict[str, object]]] | None = None
         mobile = has_loc = False
+        child_tags = _CHILD_TAGS
         for child in el:
             ctag = child.tag
             if type(ctag) is not str:
                 continue
             name = ctag[ctag.rfind("}") + 1 :]
+            if name not in child_tags:
+                lowered = name.lower()
+                if lowered in _PROTOCOL_TAGS:  # <LOC>, <LastMod>
+                    name = lowered
+                    miscased = True
             if name == "loc":
+                if has_loc:
+                    self.entry_fault(LocRepeated, _loc_text(child))
+                    continue
                 has_loc = True
-                if len(child):
-                    if any(sub.tag is etree.Entity for sub in child.iter()):
-                        # An entity left unexpanded on purpose: the location is unknowable.
-                        self.counts["loc_unexpanded_entity"] += 1
-                        return None
-                    loc_raw = ext.text_of(child)
-                else:
+                if not len(child):
                     loc_raw = child.text
                     if loc_raw is not None:
-                        loc_raw = loc_raw.strip() or None
+                        loc_raw = loc_raw.strip(XML_SPACE) or None
+                    continue
+                if any(sub.tag is etree.Entity for sub in child.iter()):
+                    # An entity left unexpanded on purpose: the location is unknowable.
+                    self.counts["loc_unexpanded_entity"] += 1
+                    return None
+                loc_raw = _loc_text(child)
             elif name == "lastmod":
                 lastmod_raw = child.text
                 if lastmod_raw is not None:
@@ -261,9 +386,11 @@ class EntryRules:
                 mobile = True
             else:
                 lists = _extension(lists, name, child)
+        if miscased:
+            self.entry_fault(TagCase, _start_tag(el))
         if not has_loc and is_index and el.text:
             # Lenient: a <sitemap> holding its URL as bare text (seen in the wild).
-            loc_raw = el.text.strip() or None
+            loc_raw = el.text.strip(XML_SPACE) or None
         loc, relative = self.loc(loc_raw)
         if loc is None:
             return None
@@ -294,9 +421,9 @@ class EntryRules:
         for child in el:
             name = ext.local_name(child.tag)
             if name == "link":
-                link = ext.text_of(child) or child.get("href")
+                link = _loc_text(child) or child.get("href")
             elif name == "guid" and (child.get("isPermaLink") or "true").lower() != "false":
-                guid = ext.text_of(child)
+                guid = _loc_text(child)
             elif name == "pubDate":
                 date_raw = ext.text_of(child)
             elif name == "date" and date_raw is None:  # RSS 1.0 dc:date (W3C format)
@@ -313,23 +440,41 @@ class EntryRules:
         )
 
     def atom_entry(self, el: _Element) -> UrlEntry | None:
-        """The entry of an Atom ``<entry>``: its alternate link, updated (or published)."""
-        href = updated = published = None
+        """The entry of an Atom ``<entry>``: its alternate link, updated (or published).
+        A relative link is resolved against its ``xml:base`` (on the link, the entry or
+        the feed), when there is one."""
+        href = updated = published = base = None
         for child in el:
             name = ext.local_name(child.tag)
             if name == "link" and href is None and child.get("rel", "alternate") == "alternate":
                 href = child.get("href")
-                href = href.strip() if href else None
+                href = href.strip(XML_SPACE) if href else None
+                base = child.base  # xml:base, resolved through the ancestors (None: none)
             elif name == "updated":
                 updated = ext.text_of(child)
             elif name == "published":
                 published = ext.text_of(child)
-        loc, relative = self.loc(href)
+        loc, relative = self.loc(href, base)
         if loc is None:
             return None
         return UrlEntry(
             loc, self.lastmod(updated or published), relative=relative, position=self.urls
         )
+
+
+def _loc_text(el: _Element) -> str | None:
+    """A ``<loc>``'s text (across CDATA and what comments and PIs split), with only XML
+    white space stripped; None when empty."""
+    text = "".join(el.itertext()) if len(el) else el.text
+    if text is None:
+        return None
+    return text.strip(XML_SPACE) or None
+
+
+def _start_tag(el: _Element) -> str:
+    """An entry's tag and its children's, as written (the example of ``tag_case``)."""
+    names = [ext.local_name(child.tag) for child in el]
+    return f"<{ext.local_name(el.tag)}>" + "".join(f"<{n}>" for n in names if n)
 
 
 def _extension(

@@ -15,7 +15,20 @@ from .dates import parse_lastmod
 if TYPE_CHECKING:
     from lxml.etree import _Element
 
-__all__ = ["alternate", "image", "local_name", "news", "pagemap", "text_of", "video"]
+__all__ = [
+    "alternate",
+    "bool_of",
+    "float_of",
+    "image",
+    "int_of",
+    "list_of",
+    "local_name",
+    "news",
+    "pagemap",
+    "text_of",
+    "video",
+    "video_fields",
+]
 
 
 def local_name(tag: object) -> str | None:
@@ -45,7 +58,8 @@ def _prose(el: _Element) -> str | None:
     return " ".join(text.split()) if text else None
 
 
-def _int(text: str | None) -> int | None:
+def int_of(text: str | None) -> int | None:
+    """An integer field: ``12`` or ``12.0``; None when it is not a whole number."""
     if text is None:
         return None
     try:
@@ -58,7 +72,8 @@ def _int(text: str | None) -> int | None:
         return int(value) if value.is_integer() else None
 
 
-def _float(text: str | None) -> float | None:
+def float_of(text: str | None) -> float | None:
+    """A finite number; None otherwise."""
     if text is None:
         return None
     try:
@@ -68,13 +83,15 @@ def _float(text: str | None) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _bool(text: str | None) -> bool | None:
+def bool_of(text: str | None) -> bool | None:
+    """``yes``/``true`` or ``no``/``false``, in any case; None otherwise."""
     if text is None:
         return None
     return {"yes": True, "true": True, "no": False, "false": False}.get(text.lower())
 
 
-def _list(text: str | None, sep: str | None = ",") -> list[str]:
+def list_of(text: str | None, sep: str | None = ",") -> list[str]:
+    """The non-blank parts of a list (comma-separated; ``sep=None``: white space)."""
     if not text:
         return []
     return [part.strip() for part in text.split(sep) if part.strip()]
@@ -136,7 +153,7 @@ def news(el: _Element) -> dict[str, Any]:
         elif name == "title":
             out["title"] = _prose(child)
         elif name in ("keywords", "genres", "stock_tickers"):
-            out[name] = _list(text_of(child))
+            out[name] = list_of(text_of(child))
         elif name == "access":
             out["access"] = text_of(child)
     return out
@@ -146,7 +163,7 @@ _VIDEO_TEXT = ("title", "description", "category", "gallery_title", "uploader")
 _VIDEO_LOCS = ("thumbnail_loc", "content_loc", "gallery_loc", "uploader_info")
 
 
-def _video_fields() -> dict[str, Any]:
+def video_fields() -> dict[str, Any]:
     """Every field of Google's video schema, absent."""
     return {
         "thumbnail_loc": None,
@@ -180,7 +197,7 @@ def _video_fields() -> dict[str, Any]:
 
 def video(el: _Element) -> dict[str, Any]:
     """``<video:video>`` → every field of Google's video schema, typed (ints, floats, bools)."""
-    out = _video_fields()
+    out = video_fields()
     for child in el:
         name = local_name(child.tag)
         if name is None:
@@ -193,13 +210,13 @@ def video(el: _Element) -> dict[str, Any]:
             out["player_loc"] = text_of(child)
             out["player_loc_attrs"] = dict(child.attrib)
         elif name in {"duration", "view_count"}:
-            out[name] = _int(text_of(child))
+            out[name] = int_of(text_of(child))
         elif name == "rating":
-            out["rating"] = _float(text_of(child))
+            out["rating"] = float_of(text_of(child))
         elif name in ("expiration_date", "publication_date"):
             _date(out, name, text_of(child))
         elif name in ("family_friendly", "requires_subscription", "live"):
-            out[name] = _bool(text_of(child))
+            out[name] = bool_of(text_of(child))
         elif name == "tag":
             tag = _prose(child)
             if tag:
@@ -207,7 +224,9 @@ def video(el: _Element) -> dict[str, Any]:
         elif name in ("restriction", "platform"):
             out[name] = {
                 "relationship": child.get("relationship"),
-                "countries" if name == "restriction" else "platforms": _list(text_of(child), None),
+                "countries" if name == "restriction" else "platforms": list_of(
+                    text_of(child), None
+                ),
             }
         elif name == "gallery_loc":
             out["gallery_loc"] = text_of(child)
@@ -221,7 +240,7 @@ def video(el: _Element) -> dict[str, Any]:
                     "type": child.get("type"),
                     "resolution": child.get("resolution"),
                     "value_raw": raw,
-                    "value": _float(raw),
+                    "value": float_of(raw),
                 }
             )
         elif name == "uploader":
@@ -229,7 +248,7 @@ def video(el: _Element) -> dict[str, Any]:
             out["uploader_info"] = child.get("info")
         elif name == "content_segment_loc":
             out["content_segment_locs"].append(
-                {"duration": _int(child.get("duration")), "loc": text_of(child)}
+                {"duration": int_of(child.get("duration")), "loc": text_of(child)}
             )
         elif name == "tvshow":
             out["tvshow"] = _tvshow(child)
@@ -253,7 +272,7 @@ def _tvshow(el: _Element) -> dict[str, Any]:
         elif name == "video_type":
             out[name] = text_of(child)
         elif name in ("season_number", "episode_number"):
-            out[name] = _int(text_of(child))
+            out[name] = int_of(text_of(child))
         elif name == "premier_date":
             _date(out, "premier_date", text_of(child))
     return out

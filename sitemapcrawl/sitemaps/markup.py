@@ -6,8 +6,8 @@ normalised, references expanded), element and attribute names are expanded to lx
 of the scanner's ordinary shape is parsed into light elements (``El``) that the entry rules
 read like lxml's. Anything outside the subset (comments, CDATA, processing instructions,
 entities other than the five predefined ones, undeclared prefixes, ``xmlns`` below the
-root, malformed or unbalanced tags, characters XML does not allow, invalid UTF-8) raises
-``Unsupported``: lxml must read the body.
+root, malformed or unbalanced tags, characters XML does not allow, invalid UTF-8, a bare
+``&``) raises ``Unsupported``: lxml must read the body.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Final
 
-from .urls import escape_amps
+from .urls import escape_amps, has_bare_amp
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 __all__ = [
+    "ATTRIBUTES",
     "ATTR_SPACE",
     "CACHE_MAX",
     "END",
@@ -55,7 +56,9 @@ SPACE: Final = re.compile(rb"[ \t\n\r]*")
 END: Final = re.compile(rb"[ \t\n\r]*>")
 _NAME = rb"[A-Za-z_][A-Za-z0-9_.\-]{0,99}"
 _QNAME = _NAME + rb"(?::" + _NAME + rb")?"
-_ATTRS = rb"((?:[ \t\n\r]+" + _QNAME + rb"[ \t\n\r]*=[ \t\n\r]*(?:\"[^\"<]*\"|'[^'<]*'))*)"
+#: Attributes of a tag, each with the white space before it (a pattern without groups).
+ATTRIBUTES: Final = rb"(?:[ \t\n\r]+" + _QNAME + rb"[ \t\n\r]*=[ \t\n\r]*(?:\"[^\"<]*\"|'[^'<]*'))*"
+_ATTRS = rb"(" + ATTRIBUTES + rb")"
 #: A tag: end?, name, attributes, empty?
 TAG: Final = re.compile(rb"<(/?)(" + _QNAME + rb")" + _ATTRS + rb"[ \t\n\r]*(/?)>")
 #: One token of a block: a tag (end?, name, attributes, empty?) or character data.
@@ -115,13 +118,18 @@ def text(raw: bytes) -> str:
 def _decode(raw: bytes) -> str:
     if raw.isascii():  # printable ASCII needs no checking but for "&" and "]]>"
         decoded = raw.decode("ascii")
-        if decoded.isprintable() and "&" not in decoded and "]]>" not in decoded:
-            return decoded
+        if decoded.isprintable() and "]]>" not in decoded:
+            if "&" not in decoded:
+                return decoded
+            if decoded.count("&") == decoded.count("&amp;"):  # the commonest reference only
+                return decoded.replace("&amp;", "&")
     if b"]]>" in raw:
         raise Unsupported("']]>' in character data")
     if _NOT_CHAR.search(raw):
         raise Unsupported("a character XML does not allow")
     if _AMP in raw:
+        if has_bare_amp(raw):  # a fault lxml's reading counts (bare_ampersand)
+            raise Unsupported("a bare '&'")
         raw = escape_amps(raw)
     try:
         decoded = raw.decode("utf-8")
@@ -301,12 +309,12 @@ class Markup:
             if root is not None and not stack:
                 raise Unsupported("an element after an entry")
             name = self.qname(qname, element=True)
-            local = name[name.rfind("}") + 1 :]
+            local = name[name.rfind("}") + 1 :].lower()  # (lxml reads <URL> entries too)
             if stack and local in ("url", "sitemap"):
                 raise Unsupported("an entry inside an entry")
             if not stack and local not in ("url", "sitemap"):
                 raise Unsupported(f"an element {local!r} between entries")
-            element = El(name, self._attributes(attrs) if attrs else {})
+            element = El(name, self.attributes(attrs) if attrs else {})
             if stack:
                 stack[-1].children.append(element)
             else:
@@ -324,7 +332,8 @@ class Markup:
             raise Unsupported("markup the scanner does not read")
         return root
 
-    def _attributes(self, attrs: bytes) -> dict[str, str]:
+    def attributes(self, attrs: bytes) -> dict[str, str]:
+        """A tag's attributes as lxml gives them (names expanded, values normalised)."""
         out: dict[str, str] = {}
         for match in _ATTR.finditer(attrs):
             raw_name, dq, sq = match.groups()

@@ -17,13 +17,18 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
 __all__ = [
+    "ERROR_ROOTS",
     "LEADING",
     "MAX_PROLOG",
+    "SITEMAP_NAMESPACES",
     "SNIFF_BYTES",
     "Prolog",
+    "declared_encoding",
     "decode_head",
+    "error_summary",
     "head_complete",
     "root_name",
+    "root_tag",
     "sniff",
     "strip_leading",
     "transcode",
@@ -51,9 +56,26 @@ _ROOT_KIND = {
     "html": "html",
 }
 _HTTP = ("http://", "https://")
+#: The protocol's namespace, and Google's two from before sitemaps.org (read as it is).
+SITEMAP_NAMESPACES: Final = frozenset(
+    (
+        "http://www.sitemaps.org/schemas/sitemap/0.9",
+        "http://www.google.com/schemas/sitemap/0.84",
+        "http://www.google.com/schemas/sitemap/0.9",
+    )
+)
+#: Roots of XML error documents (a storage bucket's ``<Error>``, an API's
+#: ``<ErrorResponse>``), lower-cased: soft 404s in XML.
+ERROR_ROOTS: Final = frozenset(("error", "errors", "errorresponse"))
+_START_TAG = re.compile(r"<([^\s/>]+)([^>]*)>")
+_XMLNS = re.compile(r"""\bxmlns(?::([^\s=]+))?\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+_ERROR_FIELD = re.compile(r"<(?:[\w.\-]+:)?(code|message)\b[^>]*>([^<]{1,200})<", re.IGNORECASE)
 _NAME = re.compile(r"<([A-Za-z_][\w.\-]*:)?([A-Za-z_][\w.\-]*)")
 _XML_DECL = re.compile(rb"<\?xml[ \t\r\n][^<>]{0,512}?\?>")
 _XML_DECL_ENCODING = re.compile(rb"^\s*<\?xml[^>]*\bencoding\s*=", re.IGNORECASE)
+_DECLARED = re.compile(
+    rb"<\?xml[ \t\r\n][^<>?]*?\bencoding[ \t\r\n]*=[ \t\r\n]*[\"']([A-Za-z0-9._:\-]{1,40})[\"']"
+)
 _DOCTYPE = re.compile(rb"<!(?i:doctype)(?=[ \t\r\n\[>])")
 _SPACE = re.compile(rb"(?:[ \t\r\n\x00]|\xef\xbb\xbf)+")
 _ROOT_NAME_END = re.compile(rb"<[^ \t\r\n/>]*[ \t\r\n/>]")
@@ -131,6 +153,42 @@ def root_name(text: str) -> str | None:
         return None
     match = _NAME.match(text, found[2])
     return match.group(2).lower() if match else None
+
+
+def root_tag(text: str) -> tuple[str, str | None] | None:
+    """The root element's name as written and its namespace (None: none declared); None
+    when ``text`` does not hold the root's whole start tag.
+
+    >>> root_tag('<?xml version="1.0"?><s:urlset xmlns:s="u" xmlns="v">')
+    ('s:urlset', 'u')
+    >>> root_tag("<URLSET>"), root_tag("<urlset xmlns=")
+    (('URLSET', None), None)
+    """
+    found = _prolog(text)
+    if found is None:
+        return None
+    match = _START_TAG.match(text, found[2])
+    if match is None:
+        return None
+    qname, attrs = match.groups()
+    prefix = qname.rpartition(":")[0]
+    for decl in _XMLNS.finditer(attrs):
+        if (decl.group(1) or "") == prefix:
+            namespace = decl.group(2) if decl.group(2) is not None else decl.group(3)
+            return qname, namespace.strip() or None
+    return qname, None
+
+
+def error_summary(text: str) -> str:
+    """What an XML error document says: its code and message, if it has them.
+
+    >>> error_summary("<Error><Code>NoSuchKey</Code><Message>The key does not exist.</Message>")
+    'NoSuchKey: The key does not exist.'
+    """
+    fields: dict[str, str] = {}
+    for name, value in _ERROR_FIELD.findall(text[:SNIFF_BYTES]):
+        fields.setdefault(name.lower(), value.strip())
+    return ": ".join(v for v in (fields.get("code"), fields.get("message")) if v)
 
 
 def sniff(head: bytes) -> str:
@@ -320,6 +378,33 @@ def transcode(chunks: Iterable[bytes], encoding: str) -> Iterator[bytes]:
     tail = decoder.decode(b"", final=True)
     if tail:
         yield tail.encode("utf-8", "replace")
+
+
+def declared_encoding(head: bytes) -> str | None:
+    """The body's own encoding, by the XML rules, when it is not UTF-8 and Python reads it
+    as an ASCII-compatible codec: its name (``utf-16`` for a UTF-16 or UTF-32 declaration,
+    which bytes that are not wide cannot be: they are read as UTF-8); else None (UTF-8, no
+    declaration, a name no codec has, a UTF-8 BOM, which wins over a declaration).
+
+    >>> declared_encoding(b'<?xml version="1.0" encoding="US-ASCII"?><urlset>')
+    'ascii'
+    >>> declared_encoding(b"<?xml version='1.0' encoding='utf8'?>"), declared_encoding(b"<a>")
+    (None, None)
+    """
+    if head.startswith(codecs.BOM_UTF8):
+        return None
+    match = _DECLARED.match(head.lstrip(b" \t\r\n\x00"))
+    if match is None:
+        return None
+    try:
+        name = codecs.lookup(match.group(1).decode("ascii")).name
+    except LookupError:
+        return None  # (libxml2 says so, and reads it as UTF-8)
+    if name.startswith(("utf-16", "utf-32")):
+        return "utf-16"
+    if name in ("utf-8", "utf-8-sig") or "<?xml".encode(name, "replace") != b"<?xml":
+        return None
+    return name
 
 
 def undeclared_legacy_encoding(head: bytes) -> str | None:

@@ -19,22 +19,34 @@ from lxml import etree
 from .decompress import BodyDecoder
 from .entries import EntryRules
 from .errors import (
+    BareAmpersand,
     EmptyBody,
     EntitiesDeclared,
+    ErrorDocument,
+    NamespaceMissing,
+    NamespaceWrong,
     NotASitemap,
     SitemapError,
     SitemapSyntaxError,
+    TagCase,
+    TextTooLong,
     UnknownFormat,
+    UnknownRoot,
 )
 from .model import Limits, SitemapRef, UrlEntry
 from .prolog import (
+    ERROR_ROOTS,
     LEADING,
     MAX_PROLOG,
+    SITEMAP_NAMESPACES,
     SNIFF_BYTES,
     Prolog,
+    declared_encoding,
     decode_head,
+    error_summary,
     head_complete,
     root_name,
+    root_tag,
     sniff,
     strip_leading,
     transcode,
@@ -42,7 +54,7 @@ from .prolog import (
     wide_encoding,
 )
 from .scan import Scan
-from .urls import escape_amps
+from .urls import bare_amps, mark_controls
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -53,8 +65,17 @@ if TYPE_CHECKING:
 
 __all__ = ["SITEMAP_KINDS", "SitemapReader", "sniff"]
 
-#: Kinds that hold URLs. ``html``, ``empty`` and ``unknown`` are the other sniff results.
+#: Kinds that hold URLs. ``html``, ``error_document`` (an XML soft 404),
+#: ``unknown_root`` (XML of another kind), ``empty`` and ``unknown`` are the other results.
 SITEMAP_KINDS: Final = ("urlset", "sitemapindex", "text", "rss", "atom")
+_NOT_READ: Final = ("html", "error_document", "unknown_root", "empty", "unknown")
+#: A text node longer than this is cut out of the stream (its entry loses what it held)
+#: before libxml2, whose 10 MB limit on a text node would end the parse, sees it.
+MAX_TEXT: Final = 1024 * 1024
+#: The protocol tags of an entry, and the same in the other cases seen in the wild.
+_ENTRY_TAGS: Final = ("{*}url", "{*}sitemap", "{*}URL", "{*}Url", "{*}SITEMAP", "{*}Sitemap")
+_SPACE: Final = b" \t\r\n"
+_CUT_REF: Final = b"&#xE002;"  # urls.CUT
 
 #: The scanner bounds an entry and a run of white space by about 1 MiB plus one chunk,
 #: which must stay far below libxml2's 10 MB text node limit (lxml reports those).
@@ -66,10 +87,13 @@ class SitemapReader:
 
     ``body`` is the raw response body (gzip is detected and peeled here); ``url`` is where
     it came from, for resolving relative locations. After ``sniff()`` (called on first
-    iteration), ``kind`` says what the body is. After iteration, ``faults`` holds the
-    distinct problems found, ``counts`` how often each per-entry problem happened
-    (``loc_missing``, ``loc_relative``, ``loc_too_long``, ``loc_bad_scheme``,
-    ``lastmod_invalid``, ``priority_invalid``, ``over_url_limit``), ``urls`` and
+    iteration), ``kind`` says what the body is (a sitemap's ``SITEMAP_KINDS``, or what is
+    not read: ``html``, ``error_document``, ``unknown_root``, ``empty``, ``unknown``).
+    After iteration, ``faults`` holds the distinct problems found, each with its own code
+    (``errors.FAULT_CODES``; an entry fault once, at its first entry), ``counts`` how often
+    each per-entry problem happened (``loc_missing``, ``loc_relative``, ``loc_too_long``,
+    ``loc_bad_scheme``, ``lastmod_invalid``, ``lastmod_nonstandard``, ``priority_invalid``,
+    ``over_url_limit``…: an entry fault's code counts its entries), ``urls`` and
     ``sitemaps`` the number of each entry kind, and ``decoder`` the decompression details.
     The per-entry rules and these tallies are ``rules`` (``entries.EntryRules``).
 
@@ -77,7 +101,9 @@ class SitemapReader:
     to lxml at the first thing it does not fully understand; the entries, counts and
     faults are those of lxml either way. ``parser`` says which read the body (``scan``,
     ``lxml``, or ``scan+lxml`` when the scanner gave up after yielding entries) and
-    ``scan_stopped`` why the scanner gave up; ``fast_path=False`` reads with lxml only.
+    ``scan_stopped`` why the scanner gave up, ``scan_general`` how many entries it read
+    through its light elements (shapes its patterns do not take); ``fast_path=False`` reads
+    with lxml only.
 
     >>> body = b'<urlset><url><loc>/a</loc><lastmod>2024-05-01</lastmod></url></urlset>'
     >>> reader = SitemapReader(body, "https://x.example/s.xml")
@@ -104,6 +130,7 @@ class SitemapReader:
         self.decoder = self._decoder()
         self.parser: str | None = None
         self.scan_stopped: str | None = None
+        self.scan_general = 0
         self.kind: str | None = None
         self.root: str | None = None
         self.rules = EntryRules(url, self.limits, now)
@@ -176,17 +203,73 @@ class SitemapReader:
                 break
         if head.lstrip(LEADING)[:1] == b"<":
             head = self._skip_prolog(head)
-        self.kind = sniff(head[:MAX_PROLOG])
-        if self.kind == "xml":
-            # An XML root we do not know: read it like a urlset, by local names (lenient).
-            self.root = root_name(decode_head(head[:SNIFF_BYTES])[0])
+            if not self._transcoded:
+                head = self._declared(head, first)
+        kind = sniff(head[:MAX_PROLOG])
         self._head = head
-        if self.kind in ("html", "empty", "unknown"):
+        if kind not in ("text", "empty", "unknown"):
+            self._root(kind, decode_head(head[:SNIFF_BYTES])[0])
+        else:
+            self.kind = kind
+        if self.kind in _NOT_READ:
             # Nothing will be read: a decoding fault (a corrupt gzip that inflated to
-            # nothing) explains the kind, so it comes first.
-            self.faults.extend(self.decoder.faults)
-        self._kind_fault()
-        return self.kind
+            # nothing) explains the kind, so it comes first, then the kind's own.
+            self.faults[:0] = [*self.decoder.faults, self._kind_fault()]
+        return self.kind  # type: ignore[return-value]
+
+    def _root(self, kind: str, text: str) -> None:
+        """The kind of an XML body by its root, and the root's faults: a sitemap's root
+        without the protocol's namespace or in the wrong case; XML of another kind."""
+        self.root = root_name(text)
+        tag = root_tag(text)
+        if kind == "xml":  # not a sitemap: an error document (a soft 404), or else
+            self.kind = "error_document" if self.root in ERROR_ROOTS else "unknown_root"
+            if tag is not None:
+                self.root = tag[0]  # as written, for the message
+            return
+        self.kind = kind
+        if kind not in ("urlset", "sitemapindex"):
+            return
+        self.rules.index_root = kind == "sitemapindex"
+        if tag is None:  # a start tag longer than the head: not checked
+            return
+        qname, namespace = tag
+        if namespace is None:
+            self.faults.append(
+                NamespaceMissing(f"the root <{qname}> has no namespace; read all the same")
+            )
+        elif namespace not in SITEMAP_NAMESPACES:
+            self.faults.append(
+                NamespaceWrong(
+                    f"the root <{qname}> is in the namespace {namespace[:200]!r}, not the "
+                    "protocol's; read all the same"
+                )
+            )
+        if qname.rpartition(":")[2] != kind:  # <URLSET>, <sitemapIndex>
+            self.rules.entry_fault(TagCase, f"<{qname}>", count=0)
+
+    def _declared(self, head: bytes, first: bytes) -> bytes:
+        """Decode an XML body by the encoding it declares (``prolog.declared_encoding``),
+        in Python, to UTF-8: bytes invalid in it become U+FFFD (and a location holding one
+        is dropped) where libxml2 would stop at the first (``us-ascii``, a UTF-16
+        declaration on bytes that are not). Return the new head; the parsers then read
+        UTF-8 whatever the declaration says (``_transcoded``)."""
+        encoding = None if first.startswith(codecs.BOM_UTF8) else declared_encoding(head)
+        if encoding is None:
+            return head
+        self._transcoded = True
+        if encoding == "utf-16":  # a wide declaration on bytes that are not: UTF-8
+            return head
+        assert self._chunks is not None
+        size = len(head)
+        stream = transcode(chain((head,), self._chunks), encoding)
+        head = b""
+        for chunk in stream:
+            head += chunk
+            if len(head) >= size:
+                break
+        self._chunks = stream
+        return head
 
     def _skip_prolog(self, head: bytes) -> bytes:
         """Consume the XML prolog (``prolog.Prolog``); a DOCTYPE that declares entities or
@@ -203,13 +286,25 @@ class SitemapReader:
             )
         return head
 
-    def _kind_fault(self) -> None:
+    def _kind_fault(self) -> SitemapError:
+        """The fault of a body that is not read (``_NOT_READ``)."""
         if self.kind == "html":
-            self.faults.append(NotASitemap("the body is an HTML page, not a sitemap"))
-        elif self.kind == "empty":
-            self.faults.append(EmptyBody("the body is empty"))
-        elif self.kind == "unknown":
-            self.faults.append(UnknownFormat("the body is neither XML, a feed nor a text sitemap"))
+            return NotASitemap("the body is an HTML page, not a sitemap")
+        if self.kind == "empty":
+            return EmptyBody("the body is empty")
+        if self.kind == "error_document":
+            said = error_summary(decode_head(self._head[:SNIFF_BYTES])[0])
+            return ErrorDocument(
+                f"the body is an XML error document <{self.root}>"
+                + (f" ({said[:300]!r})" if said else "")
+                + ", not a sitemap"
+            )
+        if self.kind == "unknown_root":
+            return UnknownRoot(
+                f"the body is XML whose root <{self.root}> is not a sitemap's (urlset, "
+                "sitemapindex, rss, feed); nothing was read"
+            )
+        return UnknownFormat("the body is neither XML, a feed nor a text sitemap")
 
     def _body_chunks(self) -> Iterator[bytes]:
         if self._head:
@@ -223,19 +318,31 @@ class SitemapReader:
 
     def __iter__(self) -> Iterator[UrlEntry | SitemapRef]:
         kind = self.sniff()
-        if kind in ("html", "empty", "unknown"):
+        if kind in _NOT_READ:
             return
         if kind == "text":
             yield from self._text(self._body_chunks())
         else:
             yield from self._xml(self._body_chunks(), kind)
 
-    def _text(self, chunks: Iterable[bytes]) -> Iterator[UrlEntry]:
-        decoder = codecs.getincrementaldecoder("utf-8-sig")("replace")  # UTF-16 was transcoded
+    def _text(self, chunks: Iterator[bytes]) -> Iterator[UrlEntry]:
+        """A text sitemap's lines. It should be UTF-8 (UTF-16 was transcoded); a body whose
+        start is not is read as windows-1252 (``encoding_guessed``). Bytes invalid in the
+        encoding become U+FFFD, and their line is dropped (``loc_undecodable``)."""
+        start = b""
+        for chunk in chunks:
+            start += chunk
+            if len(start) >= SNIFF_BYTES:
+                break
+        encoding = "utf-8-sig"
+        if not self._transcoded and _not_utf8(start[:SNIFF_BYTES], len(start) < SNIFF_BYTES):
+            encoding = "windows-1252"
+            self.counts["encoding_guessed"] += 1
+        decoder = codecs.getincrementaldecoder(encoding)("replace")
         text_line, count_url = self.rules.text_line, self.rules.count_url
         pending = ""
         position = 0
-        for chunk in chunks:
+        for chunk in chain((start,), chunks):
             pending += decoder.decode(chunk)
             lines = pending.split("\n")
             pending = lines.pop()
@@ -265,6 +372,7 @@ class SitemapReader:
         faults_before = len(self.faults)
         scan = Scan(self.rules, chunks, transcoded=self._transcoded)
         yield from scan
+        self.scan_general = scan.general
         if scan.complete:
             self.parser = "scan"
             return
@@ -297,12 +405,12 @@ class SitemapReader:
             tags = ("{*}entry",)
             handle = rules.atom_entry
         else:
-            tags = ("{*}url", "{*}sitemap")
+            tags = _ENTRY_TAGS
             handle = rules.element
         encoding = "utf-8" if self._transcoded else undeclared_legacy_encoding(head)
         if encoding is not None and not self._transcoded:
             self.counts["encoding_guessed"] += 1
-        source = _XmlSource(chunks)
+        source = _XmlSource(iter(_TextRuns(chunks, self.faults)), rules)
         at_eof = 0  # errors logged before the input ran out (the rest are about its end)
         events = etree.iterparse(
             source,
@@ -377,22 +485,115 @@ class SitemapReader:
             )
 
 
+def _not_utf8(head: bytes, whole: bool) -> bool:
+    """Whether ``head`` (``whole``: the whole body) is not UTF-8, but for a character cut
+    at its end."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return whole or exc.start < len(head) - 4
+    return False
+
+
+class _TextRuns:
+    """The decoded chunks, with every text node longer than ``MAX_TEXT`` cut out: one of
+    white space goes (it says nothing), any other becomes a reference to ``urls.CUT`` (a
+    location that holds it is dropped) and is a ``text_too_long`` fault, recorded once in
+    ``faults``. Without this, libxml2 would stop at its 10 MB limit on a text node and
+    every entry after it would be lost.
+
+    A text node is what follows a ``>`` up to the next ``<``; the part of one that ends a
+    chunk is held back (``MAX_TEXT`` bytes at most) until it is known to be short.
+    """
+
+    def __init__(self, chunks: Iterable[bytes], faults: list[SitemapError]) -> None:
+        self._chunks = chunks
+        self._faults = faults
+
+    def __iter__(self) -> Iterator[bytes]:
+        limit = MAX_TEXT
+        held = b""  # the start of the text node the last chunk ended in
+        in_text = skipping = False
+        marked = True  # the node being skipped has its mark (False: white space so far)
+        for raw in self._chunks:
+            chunk = raw
+            if skipping:
+                lt = chunk.find(b"<")
+                if not marked and (chunk if lt < 0 else chunk[:lt]).strip(_SPACE):
+                    marked = True
+                    yield self._mark()
+                if lt < 0:
+                    continue
+                chunk = chunk[lt:]
+                skipping = in_text = False
+            elif in_text:
+                if held:
+                    chunk = held + chunk
+                    held = b""
+                lt = chunk.find(b"<")
+                end = len(chunk) if lt < 0 else lt
+                if end > limit:
+                    marked = bool(chunk[:end].strip(_SPACE))
+                    if marked:
+                        yield self._mark()
+                    if lt < 0:
+                        skipping = True
+                        continue
+                    chunk = chunk[lt:]
+                elif lt < 0:
+                    held = chunk
+                    continue
+            gt = chunk.rfind(b">")
+            if gt > chunk.rfind(b"<"):  # it ends in a text node: hold that back
+                held = chunk[gt + 1 :]
+                chunk = chunk[: gt + 1]
+                in_text = True
+            elif gt >= 0 or b"<" in chunk:
+                in_text = False
+            if chunk:
+                yield chunk
+        if held:
+            yield held
+
+    def _mark(self) -> bytes:
+        if not any(f.code == "text_too_long" for f in self._faults):
+            self._faults.append(
+                TextTooLong(
+                    f"a text node longer than {MAX_TEXT} bytes was cut out; "
+                    "the entries after it are read"
+                )
+            )
+        return _CUT_REF
+
+
 class _XmlSource:
     """A file-like view of the decoded chunks for ``lxml.etree.iterparse``.
 
-    It drops whitespace before the XML declaration (libxml2 rejects it) and escapes bare
+    It drops whitespace before the XML declaration (libxml2 rejects it), turns raw control
+    characters into DEL (libxml2 would drop them: ``urls.mark_controls``) and escapes bare
     ``&`` (``?a=1&b=2`` unescaped is the commonest sitemap bug; libxml2's recovery would
-    silently eat ``&b``). ``eof`` tells events released by the end of input apart, and
-    ``on_eof`` is called once when the input runs out.
+    silently eat ``&b``), counting them (``bare_ampersand``, an entry fault of ``rules``).
+    ``eof`` tells events released by the end of input apart, and ``on_eof`` is called
+    once when the input runs out.
     """
 
-    def __init__(self, chunks: Iterator[bytes]) -> None:
+    def __init__(self, chunks: Iterator[bytes], rules: EntryRules) -> None:
         self._chunks = chunks
+        self._rules = rules
         self._first = True
         self._held = b""
         self._cdata = False
         self.eof = False
         self.on_eof: Callable[[], None] = lambda: None
+
+    def _escape(self, chunk: bytes) -> bytes:
+        escaped, count, first = bare_amps(chunk)
+        if count:  # the example: the text around the first one
+            start = chunk.rfind(b">", max(0, first - 200), first) + 1 or max(0, first - 60)
+            end = chunk.find(b"<", first, first + 200)
+            example = chunk[start : end if end >= 0 else first + 40]
+            self._rules.entry_fault(BareAmpersand, example.decode("utf-8", "replace"), count)
+        return escaped
 
     def read(self, size: int = -1) -> bytes:
         for raw in self._chunks:
@@ -400,6 +601,7 @@ class _XmlSource:
             if self._first:
                 self._first = False
                 chunk = strip_leading(chunk)
+            chunk = mark_controls(chunk)
             if self._held:
                 chunk = self._held + chunk
                 self._held = b""
@@ -410,12 +612,12 @@ class _XmlSource:
             if b"<![CDATA[" in chunk:
                 self._cdata = True  # "&" is literal inside CDATA: stop escaping from here
             if b"&" in chunk and not self._cdata:
-                chunk = escape_amps(chunk)
+                chunk = self._escape(chunk)
             if chunk:
                 return chunk
         if self._held:
             chunk, self._held = self._held, b""
-            return chunk if self._cdata else escape_amps(chunk)
+            return chunk if self._cdata else self._escape(chunk)
         if not self.eof:
             self.eof = True
             self.on_eof()

@@ -24,12 +24,12 @@ reads the chunks as the decoder produces them, so the decoder's caps apply uncha
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, cast
+from itertools import islice
+from typing import TYPE_CHECKING, Final, cast
 
 from .dates import w3c_lastmod
 from .entries import priority_value
 from .markup import (
-    ATTR_SPACE,
     CACHE_MAX,
     END,
     MAX_BLOCK,
@@ -39,15 +39,14 @@ from .markup import (
     XML_DECL,
     Markup,
     Unsupported,
-    attr_value,
-    prose,
     text,
 )
 from .model import SitemapRef, UrlEntry
+from .scanext import PREFIXES, grammar, read
 from .urls import PLAIN_BYTES, PLAIN_HEAD
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Generator, Iterator
 
     from lxml.etree import _Element
 
@@ -67,28 +66,11 @@ _CORE = (
     + rb"(?:<changefreq>" + _TEXT + rb"</changefreq>" + _S + rb"|)"
     + rb"(?:<priority>" + _TEXT + rb"</priority>" + _S + rb"|)"
 )  # fmt: skip
-_LINK = (
-    rb"<xhtml:link[ \t\n\r]+rel=\"([^\"<]*)\"[ \t\n\r]+hreflang=\"([^\"<]*)\""
-    rb"[ \t\n\r]+href=\"([^\"<]*)\"[ \t\n\r]*/>"
-)
-_IMAGE = (
-    rb"<image:image>" + _S + rb"<image:loc>" + _TEXT + rb"</image:loc>" + _S
-    + rb"(?:<image:title>" + _TEXT + rb"</image:title>" + _S + rb"|)"
-    + rb"(?:<image:caption>" + _TEXT + rb"</image:caption>" + _S + rb"|)"
-    + rb"</image:image>"
-)  # fmt: skip
-#: One extension element of the shapes ``_simple`` takes: groups 1-3 a link's rel,
-#: hreflang and href, 4-6 an image's loc, title and caption.
-_EXTENSION = re.compile(_LINK + rb"|" + _IMAGE)
-#: The same for ASCII text (``_PLAIN_TEXT``), as ``str``.
-_EXTENSION_TEXT = re.compile((_LINK + rb"|" + _IMAGE).decode("ascii"))
-#: Tab, newline and printable ASCII but "&" (and DEL): text of these bytes (without "]]>")
-#: is what ``text`` gives back decoded, and ``attr_value`` with tabs and newlines as spaces.
-_PLAIN_TEXT = b"\t\n" + bytes(range(0x20, 0x26)) + bytes(range(0x27, 0x80))
-_ATTR_SPACE_TEXT = str.maketrans("\t\n", "  ")
-#: An image's fields in the images-only text of an entry.
-_IMAGE_FIELD = re.compile(r"<image:(loc|title|caption)>([^<]*)")
-_SIMPLE: dict[tuple[bool, bool], re.Pattern[bytes]] = {}
+_SIMPLE: dict[frozenset[str], re.Pattern[bytes]] = {}
+#: The first entries, read before any is given: most of them of shapes only the light
+#: elements read, and lxml reads the body instead.
+_PROBE: Final = 16
+_NEVER = re.compile(rb"(?!)").match
 #: Bound here: CPython 3.11 compiles ``NAME.method()`` as an attribute load plus a call of
 #: the bound method when NAME was imported (this one runs at each chunk and odd entry).
 _space = SPACE.match
@@ -98,112 +80,15 @@ _LASTMOD_SHAPE = re.compile(
 )
 
 
-def _simple(links: bool, images: bool) -> re.Pattern[bytes]:
+def _simple(prefixes: frozenset[str]) -> re.Pattern[bytes]:
     """An ordinary entry: the four protocol tags, unprefixed, in protocol order, text
-    only (groups 1-4); then, when their prefixes are declared, ``xhtml:link`` alternates
-    and ``image:image`` entries of the commonest shape (group 5)."""
-    key = (links, images)
-    if key not in _SIMPLE:
-        # The same shapes without their groups: ``_EXTENSION`` reads them afterwards.
-        shapes = [
-            shape.replace(b"([^", b"(?:[^")
-            for shape, on in ((_LINK, links), (_IMAGE, images))
-            if on
-        ]
-        extensions = rb"((?:(?:" + rb"|".join(shapes) + rb")" + _S + rb")*)" if shapes else rb"()"
-        _SIMPLE[key] = re.compile(_CORE + extensions + rb"</url>")
-    return _SIMPLE[key]
-
-
-def _alternate(alternates: list[dict[str, Any]], rel: str, hreflang: str, href: str) -> None:
-    """``extensions.alternate`` of a link whose attribute values are plain ASCII text."""
-    if "\t" in href or "\n" in href:
-        href = href.translate(_ATTR_SPACE_TEXT)
-    href = href.strip()
-    if href:
-        if "\t" in rel or "\n" in rel:
-            rel = rel.translate(_ATTR_SPACE_TEXT)
-        if "\t" in hreflang or "\n" in hreflang:
-            hreflang = hreflang.translate(_ATTR_SPACE_TEXT)
-        alternates.append({"rel": rel, "hreflang": hreflang, "href": href})
-
-
-def _extensions(raw: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``extensions.alternate`` and ``extensions.image`` for the shapes of ``_EXTENSION``:
-    the alternates and the images."""
-    alternates: list[dict[str, Any]] = []
-    images: list[dict[str, Any]] = []
-    if not raw.translate(None, _PLAIN_TEXT) and raw.find(b"]]>") < 0:
-        # ASCII without references, CRs or control characters: ``text`` is a mere
-        # decode, ``attr_value`` turns tabs and newlines into spaces.
-        if raw.find(b"<image:") < 0:  # alternates only: three quoted values each
-            # (white space out of the values is dropped: it may be made spaces)
-            parts = raw.translate(ATTR_SPACE).decode("ascii").split('"')
-            for rel, hreflang, href in zip(parts[1::6], parts[3::6], parts[5::6], strict=True):
-                stripped = href.strip()
-                if stripped:
-                    alternates.append({"rel": rel, "hreflang": hreflang, "href": stripped})
-            return alternates, images
-        decoded = raw.decode("ascii")
-        if "<xhtml:" not in decoded:  # images only: a loc first, a title, a caption
-            image: dict[str, Any] = {}
-            for name, value in _IMAGE_FIELD.findall(decoded):
-                if name == "loc":
-                    image = {
-                        "loc": value.strip() or None,
-                        "caption": None,
-                        "title": None,
-                        "geo_location": None,
-                        "license": None,
-                    }
-                    images.append(image)
-                else:
-                    stripped = value.strip()
-                    image[name] = " ".join(stripped.split()) if stripped else None
-        else:
-            for match in _EXTENSION_TEXT.finditer(decoded):
-                rel, hreflang, href, loc, title, caption = match.groups()
-                if href is not None:
-                    _alternate(alternates, rel, hreflang, href)
-                    continue
-                if title is not None:
-                    title = title.strip()
-                    title = " ".join(title.split()) if title else None
-                if caption is not None:
-                    caption = caption.strip()
-                    caption = " ".join(caption.split()) if caption else None
-                images.append(
-                    {
-                        "loc": loc.strip() or None,
-                        "caption": caption,
-                        "title": title,
-                        "geo_location": None,
-                        "license": None,
-                    }
-                )
-        return alternates, images
-    for element in _EXTENSION.finditer(raw):
-        rel_b, hreflang_b, href_b, loc_b, title_b, caption_b = element.groups()
-        if href_b is not None:
-            href = attr_value(href_b).strip()
-            # Decoded even when the link is dropped: lxml reports what they hold.
-            rel = attr_value(rel_b)
-            hreflang = attr_value(hreflang_b)
-            if href:
-                alternates.append({"rel": rel, "hreflang": hreflang, "href": href})
-            continue
-        loc = text(loc_b).strip() or None
-        title = None if title_b is None else prose(title_b)
-        images.append(
-            {
-                "loc": loc,
-                "caption": None if caption_b is None else prose(caption_b),
-                "title": title,
-                "geo_location": None,
-                "license": None,
-            }
-        )
-    return alternates, images
+    only (groups 1-4); then extension elements of the shapes ``scanext`` reads, for the
+    prefixes among ``scanext.PREFIXES`` the document declares (group 5)."""
+    if prefixes not in _SIMPLE:
+        shape = grammar(prefixes)
+        extensions = rb"((?:" + shape + _S + rb")*+)" if shape else rb"()"
+        _SIMPLE[prefixes] = re.compile(_CORE + extensions + rb"</url>")
+    return _SIMPLE[prefixes]
 
 
 def _plain_head(loc: bytes, head: bytes) -> tuple[bytes, bool]:
@@ -237,6 +122,9 @@ class Scan:
         self.reason: str | None = None
         self.replay: list[bytes] | None = []
         self.yielded = 0
+        #: Entries read through the light elements (the general, slower path).
+        self.general = 0
+        self._probing = True
         self._replay_size = 0
         self._eof = False
         self._markup = Markup()
@@ -255,7 +143,7 @@ class Scan:
             if self.replay is not None:
                 self.replay.append(chunk)
                 self._replay_size += len(chunk)
-                if self.yielded or self._replay_size > MAX_BLOCK:
+                if (self.yielded and not self._probing) or self._replay_size > MAX_BLOCK:
                     self.replay = None
             if chunk:
                 return chunk
@@ -274,7 +162,25 @@ class Scan:
     # -- the document -------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[UrlEntry | SitemapRef]:
-        return self._content()
+        return self._probed(self._content())
+
+    def _probed(
+        self, entries: Generator[UrlEntry | SitemapRef, None, None]
+    ) -> Iterator[UrlEntry | SitemapRef]:
+        """The entries, once the first ``_PROBE`` are read: when most of them went through
+        the light elements, which cost more than lxml's path, the scan gives up having given
+        nothing, and lxml reads the body from its start (without a second decode when the
+        chunks read so far fit in ``markup.MAX_BLOCK``)."""
+        probe = list(islice(entries, _PROBE))
+        self._probing = False
+        if self.reason is None and len(probe) == _PROBE and self.general * 2 > _PROBE:
+            self.reason = "entries of shapes the scanner reads slower than lxml"
+            self.yielded = 0
+            entries.close()
+            return
+        yield from probe
+        if self.reason is None:
+            yield from entries
 
     def _head(self) -> tuple[bytes, int]:
         """Read the XML declaration (if any) and the root element's start tag; return the
@@ -311,7 +217,7 @@ class Scan:
         self._markup.qname(qname, element=True)
         return buf, root.end()
 
-    def _content(self) -> Iterator[UrlEntry | SitemapRef]:
+    def _content(self) -> Generator[UrlEntry | SitemapRef, None, None]:
         # One generator, not three: each level of ``yield from`` costs every entry. An
         # ordinary entry is read inline; anything else is a step of ``_between``.
         try:
@@ -321,14 +227,24 @@ class Scan:
             return
         rules = self.rules
         max_urls, max_loc, now = rules.limits.max_urls, rules.limits.max_loc_length, rules.now
-        simple = _simple("xhtml" in self._markup.ns, "image" in self._markup.ns).match
+        simple = _simple(frozenset(p for p in PREFIXES if p in self._markup.ns)).match
+        if rules.index_root:  # a <url> there is a fault (mixed_entries): the rules read it
+            simple = _NEVER
         head = b"\0"  # what the last plain location started with, up to its path
         lastmods, days, changefreqs = self._lastmods, self._days, self._changefreqs
         priorities = self._plain_priorities
+        markup = self._markup
         blank = 0  # white space between entries since the last one, across chunks
         try:
             while True:
                 match = simple(buf, pos)
+                extensions = None
+                if match is not None:
+                    loc_b, lastmod_b, changefreq_b, priority_b, raw_extensions = match.groups()
+                    if raw_extensions:
+                        extensions = read(raw_extensions, markup)
+                        if extensions is None:
+                            match = None  # the entry goes through the light elements
                 if match is None:
                     buf, pos, blank, found = self._between(buf, pos, blank)
                     if found is not None:
@@ -340,7 +256,6 @@ class Scan:
                 # An ordinary entry: what ``rules.element`` would make of it.
                 blank = 0
                 pos = match.end()
-                loc_b, lastmod_b, changefreq_b, priority_b, extensions = match.groups()
                 loc_b = loc_b.rstrip(b" \t\n\r")  # (the regex took the leading space)
                 plain_head = loc_b.startswith(head)
                 if not plain_head:
@@ -349,7 +264,7 @@ class Scan:
                     loc = loc_b.decode("ascii")  # rules.loc would return it as is
                     relative = False
                 else:
-                    checked, relative = rules.loc(text(loc_b).strip() or None)
+                    checked, relative = rules.loc(text(loc_b) or None)
                     if checked is None:
                         continue
                     loc = checked
@@ -377,11 +292,36 @@ class Scan:
                 urls = rules.urls
                 # UrlEntry's fields in order (tests/test_scan.py checks it): a call
                 # without keywords or default factories is cheaper.
-                entry = UrlEntry(
-                    loc, lastmod, changefreq, priority, [], [], [], [], False, [], relative, urls
-                )
-                if extensions:
-                    entry.alternates, entry.images = _extensions(extensions)
+                if extensions is None:
+                    entry = UrlEntry(
+                        loc,
+                        lastmod,
+                        changefreq,
+                        priority,
+                        [],
+                        [],
+                        [],
+                        [],
+                        False,
+                        [],
+                        relative,
+                        urls,
+                    )
+                else:
+                    entry = UrlEntry(
+                        loc,
+                        lastmod,
+                        changefreq,
+                        priority,
+                        extensions.news,
+                        extensions.images,
+                        extensions.videos,
+                        extensions.alternates,
+                        extensions.mobile,
+                        [],
+                        relative,
+                        urls,
+                    )
                 urls += 1
                 rules.urls = urls
                 if urls > max_urls and not rules.over_url_limit():
@@ -423,6 +363,7 @@ class Scan:
             buf, pos = self._more(buf, pos)
             return buf, pos, blank, None
         element, pos = block
+        self.general += 1
         found = self.rules.element(cast("_Element", element))
         if type(found) is UrlEntry and not self.rules.count_url():
             self.complete = True
@@ -455,8 +396,8 @@ class Scan:
         cache = self._other_lastmods
         if raw in cache:
             lastmod = cache[raw]
-            if lastmod is not None and lastmod.value is None:
-                self.rules.counts["lastmod_invalid"] += 1
+            if lastmod is not None and lastmod.flags:
+                self.rules.tally_lastmod(lastmod)
             return lastmod
         if _LASTMOD_SHAPE.fullmatch(raw) is not None:
             lastmod = self.rules.lastmod(raw.decode("ascii"))

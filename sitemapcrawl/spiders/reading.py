@@ -54,6 +54,9 @@ __all__ = [
 
 #: Kinds of documents read as sitemaps; anything else is a fault (or a guess that missed).
 _SITEMAP_KINDS = ("urlset", "sitemapindex", "text", "rss", "atom", "xml")
+#: Items of a flat file held back at most while their path group is too small to be a
+#: segment (``SITEMAPCRAWL_SEGMENT_MIN_URLS``).
+HELD_MAX = 10_000
 #: The stock spider's page callbacks: (URL pattern, callback).
 PageCallbacks = list[tuple["re.Pattern[str]", "Callable[..., Any]"]]
 
@@ -356,10 +359,13 @@ class SitemapReading:
         # A flat file's groups by path shape: a group is a segment from its
         # SITEMAPCRAWL_SEGMENT_MIN_URLS-th URL on; its first ones wait for it, and the
         # groups still smaller at the file's end join the root group (they go out then).
+        # At most HELD_MAX items wait: past that, the waiting ones and every later URL of a
+        # group not grown yet join the root group at once (memory stays bounded).
         grouping = segment is None and self._group_min > 1
         root = segment_of(task.site.rstrip("/") + "/")
         grown: set[str] = {root}
         waiting: dict[str, list[tuple[SitemapUrlItem, UrlEntry]]] = {}
+        held, gave_up = 0, False
         parent_lastmod, depth, found_via = task.parent_lastmod, task.depth, task.found_via
         seen, dedupe, max_urls = self.seen, self._deduplicate, self._args.max_urls
         emitted = duplicates = 0
@@ -419,9 +425,17 @@ class SitemapReading:
                 if grouping and item.segment not in grown:
                     group = waiting.setdefault(item.segment, [])
                     group.append((item, entry))
+                    held += 1
                     if len(group) >= self._group_min:
                         grown.add(item.segment)
+                        held -= len(group)
                         yield from self._items(waiting.pop(item.segment))
+                    elif held > HELD_MAX:
+                        grouping, gave_up = False, True
+                        yield from self._to_root(waiting, root)
+                elif gave_up and item.segment not in grown:
+                    item.segment = root  # grouping was given up in this file
+                    yield from self._items([(item, entry)])
                 else:
                     yield item
                     if url_callbacks:
@@ -429,11 +443,7 @@ class SitemapReading:
                 if max_urls and self.urls_emitted + emitted >= max_urls:
                     self.closing = True
                     break
-            for group in waiting.values():  # the small groups, together
-                for item, _ in group:
-                    item.segment = root
-            yield from self._items(pair for group in waiting.values() for pair in group)
-            waiting.clear()
+            yield from self._to_root(waiting, root)  # the small groups, together
         finally:
             self.urls_emitted += emitted
             self._record(reader, task.site, emitted, duplicates, dropped)
@@ -451,6 +461,17 @@ class SitemapReading:
             for root in self._context.sites or [""]:  # one per site, built by the pipeline
                 yield PendingReport(root)
         raise CloseSpider("max_urls")
+
+    def _to_root(
+        self, waiting: dict[str, list[tuple[SitemapUrlItem, UrlEntry]]], root: str
+    ) -> Iterator[Any]:
+        """The items waiting for their group to grow, in the root group, and their pages'
+        requests; ``waiting`` is emptied."""
+        for group in waiting.values():
+            for item, _ in group:
+                item.segment = root
+        yield from self._items(pair for group in waiting.values() for pair in group)
+        waiting.clear()
 
     def _items(self, pairs: Iterable[tuple[SitemapUrlItem, UrlEntry]]) -> Iterator[Any]:
         """Items held back with their entries, and their pages' requests."""
