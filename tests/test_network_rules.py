@@ -334,3 +334,36 @@ async def test_pages_are_read_up_to_their_cap_with_any_json_ld_type_spelling(
     }
     assert samples["param"]["page_modified"]["source"] == "json-ld"
     assert samples["big"]["page_modified"]["source"] == "json-ld"
+
+
+@deferred_f_from_coro_f
+async def test_sitemap_lines_that_are_not_urls_are_skipped_and_said(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Sitemap line with bytes that are not UTF-8, one with white space inside, one of
+    another scheme: none is requested (never as ``%EF%BF%BD``), all three are counted, and
+    one fault says so with the first of them."""
+    write(
+        tmp_path,
+        "robots.txt",
+        b"User-agent: *\nSitemap: {base}/bad\xff.xml\nSitemap: not a url\n"
+        b"Sitemap: ftp://files.example/s.xml\nSitemap: {base}/sitemap.xml\n",
+    )
+    write(tmp_path, "sitemap.xml", urlset("{base}/a"))
+    with MockServer(root=tmp_path) as server:
+        items, report, crawler = await crawl_with_report(settings=SERIAL, origin=server.base)
+        requests = server.requests()
+        base = server.base
+    assert [i["url"] for i in items] == [f"{base}/a"]
+    assert requests == ["/robots.txt", "/sitemap.xml"]
+    stats = our_stats(crawler)
+    assert stats["sitemapcrawl/robots/invalid_sitemaps_count"] == 3
+    assert stats["sitemapcrawl/robots/sitemaps_count"] == 1
+    message = (
+        "3 Sitemap line(s) skipped: not an http(s) URL a request can be made for "
+        f"(first: '{base}/bad\ufffd.xml')"
+    )
+    assert faults(report) == [("robots_invalid_sitemap", f"{base}/robots.txt")]
+    assert report is not None
+    assert report["faults"][0]["message"] == message
+    assert logged(caplog) == [f"{base}/robots.txt: {message}"]

@@ -31,13 +31,16 @@ class RobotsSitemaps:
     body was an HTML page (a soft 404 or a login wall), so nothing was taken from it.
     ``truncated``: the body went past ``ROBOTS_MAX_RULES_SIZE``; rules were read from the
     first 500 KiB only, Sitemap lines from all of it. ``invalid``: Sitemap lines skipped
-    because they are not http(s) URLs a request can be made for.
+    because they are not http(s) URLs a request can be made for (another scheme, white
+    space or a control character inside, bytes not valid in the file's encoding, a bad
+    authority); ``invalid_example``: the first of them, as read.
     """
 
     sitemaps: list[str] = field(default_factory=list)
     html: bool = False
     truncated: bool = False
     invalid: int = 0
+    invalid_example: str | None = None
     encoding: str = "utf-8"
 
 
@@ -77,6 +80,8 @@ def parse_robots(body: bytes, url: str) -> RobotsSitemaps:
         absolute = _http_url(url, value)
         if absolute is None:
             result.invalid += 1
+            if result.invalid_example is None:
+                result.invalid_example = value
         elif absolute not in seen:
             seen.add(absolute)
             result.sitemaps.append(absolute)
@@ -85,7 +90,15 @@ def parse_robots(body: bytes, url: str) -> RobotsSitemaps:
 
 def _http_url(base: str, value: str) -> str | None:
     """``value`` resolved against ``base`` and made safe, or None when it is not an http(s)
-    URL a request can be made for (another scheme, a bad port or IPv6 literal…)."""
+    URL a request can be made for: another scheme, a bad port or IPv6 literal, white space
+    or a control character inside it, or U+FFFD (bytes the file's encoding could not
+    decode: never requested as ``%EF%BF%BD``).
+
+    >>> [_http_url("https://a.example/r", v) for v in ("/s.xml", "s\ufffd.xml", "not a url")]
+    ['https://a.example/s.xml', None, None]
+    """
+    if "\ufffd" in value or any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        return None
     try:
         absolute = safe_url_string(urljoin(base, value))
     except ValueError:  # "http://[not-an-address" and the like

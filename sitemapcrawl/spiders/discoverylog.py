@@ -1,10 +1,22 @@
-"""Sitemap discovery, bookkeeping: faults logged once, the top-level files, URLs listed twice."""
+"""Sitemap discovery, bookkeeping: faults logged once, the top-level files, URLs listed twice.
+
+Every fault the spider side records has a code in :data:`GLUE_FAULTS` (the reader's own are
+``sitemapcrawl.sitemaps.errors.FAULT_CODES``); :meth:`DiscoveryLog.log_once` takes no other.
+
+>>> fault_key("http_503"), fault_key("DownloadTimeoutError"), fault_key("html")
+('http_<status>', '<exception>', '<kind>')
+>>> fault_stat("http_503"), fault_stat("private"), fault_key("no_such_code") is None
+('sitemaps/failed_count/http_503', 'sitemaps/private_address_count', True)
+"""
 
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+from sitemapcrawl.sitemaps.errors import FAULT_CODES
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -18,7 +30,7 @@ if TYPE_CHECKING:
 # Faults are the spider's: logged under its name, which users filter the log by.
 logger = logging.getLogger("sitemapcrawl.spiders.sitemap")
 
-__all__ = ["DiscoveryLog"]
+__all__ = ["GLUE_FAULTS", "NOT_A_SITEMAP", "DiscoveryLog", "GlueFault", "fault_key", "fault_stat"]
 
 #: The site report lists the first ones; the stats count them all.
 MAX_FAULTS_LISTED = 1000
@@ -28,6 +40,202 @@ MAX_TWICE = 50
 #: Hosts of dropped URLs counted per site (the report names the most common).
 MAX_HOSTS_KEPT = 1000
 _P = "sitemapcrawl/"
+
+
+class GlueFault(NamedTuple):
+    """A fault code of the spider side: when it is recorded, the stat (under
+    ``sitemapcrawl/``; ``{code}`` is the code itself, for a family; ``{why}`` the scope
+    rule) counted every time it happens, and what the crawl does next. Each is also one
+    WARNING per (code, URL) and an entry of the site report's ``faults``."""
+
+    when: str
+    stat: str
+    then: str
+
+
+#: The kinds of body that are not a sitemap (``SitemapReader.sniff``), each a fault code of
+#: its own when a sitemap turns out to be one; all but ``unknown`` (the reader's
+#: ``unknown_format``) are also the reader's codes.
+NOT_A_SITEMAP: Final = ("html", "empty", "error_document", "unknown_root", "unknown")
+
+#: Every fault code the spider side (``sitemapcrawl/spiders``, the downloader middlewares
+#: through it) records. A key in angle brackets is a family of codes built at run time.
+#: Documented in docs/hardening.md; tests/test_glue_faults.py produces each one.
+GLUE_FAULTS: Final[dict[str, GlueFault]] = {
+    # robots.txt
+    "robots_unreachable": GlueFault(
+        "robots.txt answered 5xx after retries, or could not be fetched (no answer, "
+        "refused, more than 5 redirects)",
+        "robots/unreachable_count",
+        "RFC 9309 complete disallow: no sitemap, no page of the site (with ROBOTSTXT_OBEY "
+        "off: guessing, and the stat is robots/status_count/{status} or "
+        "robots/failed_count/{exception})",
+    ),
+    "robots_large": GlueFault(
+        "robots.txt over SITEMAPCRAWL_ROBOTS_MAX_SIZE (download stopped) or over the "
+        "parser's 500 KiB",
+        "robots/truncated_count",
+        "the Sitemap lines before the cut are read",
+    ),
+    "robots_html": GlueFault(
+        "robots.txt is an HTML page",
+        "robots/html_count",
+        "ignored: no rules, no Sitemap line; guessing as configured",
+    ),
+    "robots_invalid_sitemap": GlueFault(
+        "Sitemap lines of robots.txt that are not http(s) URLs a request can be made for "
+        "(undecodable bytes, white space or a control character inside, another scheme)",
+        "robots/invalid_sitemaps_count",
+        "those lines are skipped (counted each), the others read; said once, with the first",
+    ),
+    # a sitemap's download
+    "http_<status>": GlueFault(
+        "a sitemap answered an error status (4xx, or 5xx after retries)",
+        "sitemaps/failed_count/{code}",
+        "the file is skipped; when every sitemap robots.txt declares fails, locations are guessed",
+    ),
+    "http_304": GlueFault(
+        "a sitemap answered 304 Not Modified with no stored copy to replay",
+        "sitemaps/failed_count/http_304",
+        "the file is skipped",
+    ),
+    "retry_after": GlueFault(
+        "429/503 whose Retry-After asks for more than SITEMAPCRAWL_RETRY_AFTER_MAX",
+        "sitemaps/failed_count/retry_after",
+        "given up at once, no retry",
+    ),
+    "timeout": GlueFault(
+        "no answer within the request's deadline (SITEMAPCRAWL_SITEMAP_DEADLINE), retries included",
+        "sitemaps/failed_count/timeout",
+        "the file is skipped; the others are read",
+    ),
+    "<exception>": GlueFault(
+        "the download failed otherwise: the exception's class name "
+        "(DownloadConnectionRefusedError, CannotResolveHostError, IgnoreRequest for a "
+        "redirect to a private address...)",
+        "sitemaps/failed_count/{code}",
+        "the file is skipped",
+    ),
+    "too_slow": GlueFault(
+        "the body still arriving after SITEMAPCRAWL_READ_DEADLINE of its timeout",
+        "errors/too_slow_count",
+        "the download is stopped; what arrived is read",
+    ),
+    "too_large": GlueFault(
+        "the body reached SITEMAPCRAWL_MAX_DOWNLOAD_SIZE (also the reader's code for the "
+        "decoded-size cap)",
+        "errors/too_large_count",
+        "the download is stopped; what arrived is read, up to the cap",
+    ),
+    "dataloss": GlueFault(
+        "the connection was lost before the announced Content-Length",
+        "errors/dataloss_count",
+        "what arrived is read",
+    ),
+    "<kind>": GlueFault(
+        "the body is not a sitemap; the code is its kind: " + ", ".join(NOT_A_SITEMAP),
+        "sitemaps/failed_count/{code}",
+        "not read (also counted as the reader's fault, errors/{reader code}_count); a "
+        "guessed location that is not a sitemap is a quiet miss instead",
+    ),
+    # redirects
+    "redirect_other_host": GlueFault(
+        "a sitemap redirects out of the scope policy (another host)",
+        "sitemaps/out_of_scope_count",
+        "not followed (-a scope=off follows it)",
+    ),
+    "too_many_redirects": GlueFault(
+        "a sitemap redirected more than 10 times",
+        "sitemaps/failed_count/too_many_redirects",
+        "given up before the 12th request",
+    ),
+    "redirect_loop": GlueFault(
+        "a sitemap redirects back into its own redirect chain",
+        "sitemaps/redirect_loop_count",
+        "cut before a URL is fetched twice",
+    ),
+    "loop": GlueFault(
+        "an index lists, or a sitemap redirects to, one of its own ancestors",
+        "sitemaps/loop_count",
+        "not fetched again",
+    ),
+    # the frontier's gate
+    "private": GlueFault(
+        "a sitemap on a private, loopback or link-local address the origin is not on",
+        "sitemaps/private_address_count",
+        "not requested",
+    ),
+    "child_other_host": GlueFault(
+        "an index lists a child on a host the site did not vouch for (logged against the index)",
+        "sitemaps/out_of_scope_count",
+        "the child is not requested (-a scope=off reads it)",
+    ),
+    "max_depth": GlueFault(
+        "an index deeper than max_depth (logged against the index)",
+        "limits/max_depth_count",
+        "its children are skipped (counted one by one)",
+    ),
+    "max_sitemaps": GlueFault(
+        "max_sitemaps sitemaps were requested (crawl-wide: logged against the first site)",
+        "limits/max_sitemaps_count",
+        "later sitemaps are skipped (counted one by one)",
+    ),
+    "time_budget": GlueFault(
+        "discovery ran longer than SITEMAPCRAWL_MAX_DISCOVERY_SECONDS (crawl-wide)",
+        "limits/time_budget_count",
+        "later sitemaps are skipped (counted one by one)",
+    ),
+    "max_urls": GlueFault(
+        "max_urls URLs were emitted (crawl-wide)",
+        "limits/max_urls_count",
+        "the site reports go out and the crawl closes (finish_reason max_urls); the stat is 1",
+    ),
+    # the state file
+    "index_lastmod_miss": GlueFault(
+        "a child changed while its lastmod in the index did not (logged against the index)",
+        "state/index_lastmod_miss_count",
+        "the index's lastmods no longer let children be skipped",
+    ),
+    "state_locked": GlueFault(
+        "the state file stayed locked by another crawl past SITEMAPCRAWL_STATE_LOCK_TIMEOUT",
+        "state/locked_count",
+        "the crawl goes on without it: not incremental, no history kept",
+    ),
+    # what a crawl that found little says, once per site
+    "nothing_found": GlueFault(
+        "no URL found for the site (no sitemap, every sitemap failed, or they list none); "
+        "not after robots.txt made the site off limits",
+        "sites/nothing_found_count",
+        "the message says why and which argument helps",
+    ),
+    "scope_dropped": GlueFault(
+        "the scope policy dropped more URLs than were kept",
+        "scope/dropped_count/{why}",
+        "the message names the hosts and the argument that keeps them",
+    ),
+}
+
+_FAMILIES = (
+    ("http_<status>", re.compile(r"http_[1-9]\d\d")),
+    ("<exception>", re.compile(r"_*[A-Z]\w*|error")),
+    ("<kind>", re.compile("|".join(NOT_A_SITEMAP))),
+)
+
+
+def fault_key(code: str) -> str | None:
+    """The :data:`GLUE_FAULTS` key of a fault code (its family's for a code built at run
+    time); None for a code the spider side does not record."""
+    if code in GLUE_FAULTS:
+        return code
+    return next((key for key, pattern in _FAMILIES if pattern.fullmatch(code)), None)
+
+
+def fault_stat(code: str) -> str:
+    """The stat (under ``sitemapcrawl/``) a glue fault code counts, every time it happens."""
+    key = fault_key(code)
+    if key is None:
+        raise KeyError(code)
+    return GLUE_FAULTS[key].stat.replace("{code}", code)
 
 
 class DiscoveryLog:
@@ -64,6 +272,7 @@ class DiscoveryLog:
     def log_once(self, code: str, url: str, message: str, site: str = "") -> None:
         """Log a fault once per (code, URL); list it for the report of ``site`` ("" for a
         crawl-wide one, such as a limit, told in every site's report)."""
+        assert fault_key(code) is not None or code in FAULT_CODES, f"fault code {code!r}"
         if (code, url) in self.logged:
             return
         self.logged.add((code, url))
@@ -176,6 +385,8 @@ class DiscoveryLog:
                 "no sitemap: robots.txt declares none and no usual location is one; give "
                 "its URL with -a sitemap_urls=URL, or crawl by links with -a links=fallback"
             )
+        if ("nothing_found", site) not in self.logged:  # (asked again when the crawl ends)
+            self.inc(site, "sites/nothing_found_count")
         self.log_once("nothing_found", site, f"no URL found: {why}", site)
 
     def _scope_finding(self, site: str, found: int, dropped: dict[str, int], scope: str) -> None:

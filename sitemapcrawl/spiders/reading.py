@@ -633,15 +633,16 @@ def received_body(
     guard stopped it; a stopped or cut download is logged, and read all the same."""
     body = response.body
     site = task.site
-    if "download_stopped" in response.flags:
-        if response.meta.get(meta.STOPPED) == "too_slow":
+    if "download_stopped" in response.flags:  # (a replayed body has neither flag nor meta)
+        stopped = response.meta.get(meta.STOPPED)
+        if stopped == "too_slow":
             log.inc(site, "errors/too_slow_count")
             message = (
                 f"download still running after {deadline:.0%} of its timeout "
                 f"({len(body)} bytes); stopped, reading what arrived"
             )
             log.log_once("too_slow", task.url, message, site)
-        else:
+        elif stopped != "html":  # (an HTML page stopped at 1 MiB: its kind is the fault)
             # Read exactly up to the cap, wherever the network cut the last chunk.
             body = body[:maxsize]
             log.inc(site, "errors/too_large_count")

@@ -94,6 +94,11 @@ class RobotsDiscovery:
             declared = robots.sitemaps
             if robots.invalid:
                 log.inc(site, "robots/invalid_sitemaps_count", robots.invalid)
+                message = (
+                    f"{robots.invalid} Sitemap line(s) skipped: not an http(s) URL a request "
+                    f"can be made for (first: {robots.invalid_example!r})"
+                )
+                log.log_once("robots_invalid_sitemap", response.url, message, site)
         elif response.status >= 500:
             log.inc(site, "robots/sitemaps_count", 0)
             yield from self._unreachable(site, response.url, f"answered {response.status}")
