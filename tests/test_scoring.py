@@ -22,10 +22,14 @@ from sitemapcrawl.verify.scoring import (
     MAX_LAG,
     SegmentL0,
     SegmentL0Accumulator,
+    SiteView,
     agreement,
+    burst_stamp,
     l0_signals,
     lastmod_interval,
     outcome_counts,
+    page_stamps,
+    stamp_cluster,
     static_verdict,
     wilson,
 )
@@ -274,7 +278,26 @@ SIGNAL_CASES: list[tuple[str, Callable[[], list[LastMod | None]], dict[str, Any]
     ("news_stamped", news_stamped, {"news": True}, ["generation_time_suspected"]),
     ("news_burst_not_news", news_burst, {}, ["generation_time_suspected"]),
     ("invalid_heavy", invalid_heavy, {}, ["partial", "invalid"]),
-    ("too_few", lambda: generation_time()[:19], {}, ["too_few"]),
+    # 19 stamps over 2 minutes: too few for a 10-minute window to mean anything
+    ("too_few", lambda: generation_time()[::27], {}, ["too_few"]),
+    # 19 pages within 5 seconds: one stamp to the second, however few (issue 20)
+    (
+        "too_few_in_a_burst",
+        lambda: generation_time()[:19],
+        {},
+        ["too_few", "generation_time_suspected"],
+    ),
+    # 19 pages dated today: a small site regenerated daily (MkDocs' lastmods, issue 20)
+    (
+        "too_few_dates_of_today",
+        lambda: daily_stamp()[:19],
+        {},
+        ["too_few", "generation_time_suspected"],
+    ),
+    # 9 are too few for one day to be no coincidence
+    ("too_few_burst_of_dates", lambda: daily_stamp()[:9], {}, ["too_few"]),
+    # 19 dates on one old day: an import, too few to say even that
+    ("too_few_dates_of_one_old_day", lambda: [lm("2024-03-01")] * 19, {}, ["too_few"]),
     (
         # an old deploy stamp aligned with the sitemap's own Last-Modified
         "old_cluster_aligned",
@@ -1111,3 +1134,145 @@ def test_exported_fields_count_as_the_parsed_lastmod(texts: list[str | None]) ->
     assert exported == parsed
     t_ref = datetime(2024, 6, 1, tzinfo=UTC)
     assert exported.result(t_ref) == parsed.result(t_ref)
+
+
+# --- issue 20: local dates, page stamps, the site's view, archives --------------------
+
+
+@pytest.mark.parametrize(
+    ("lastmod", "page"),
+    [
+        ("2024-05-01", "2024-05-01T00:00:00+14:00"),  # the earliest instant of 1 May
+        ("2024-05-01", "2024-05-01T23:59:59-12:00"),  # the latest
+        ("2024-05-01T00:20:00", "2024-05-01T00:20:00+14:00"),  # zone-less, local time
+        ("2024-05-01T23:40:00", "2024-05-01T23:40:00-12:00"),
+    ],
+)
+def test_a_local_date_meets_its_page_in_every_zone(lastmod: str, page: str) -> None:
+    assert agreement(lm(lastmod), lm(page), None, T_REF) == "AGREE"
+    assert agreement(lm(lastmod), lm(page), None, T_REF, tau=timedelta(0)) == "AGREE"
+
+
+def test_a_date_outside_every_zone_is_older() -> None:
+    # 2 May 12:00 at UTC-12 is 3 May 00:00 UTC: past 1 May in every zone, and past τ
+    assert agreement(lm("2024-05-01"), lm("2024-05-02T13:01:00-12:00"), None, T_REF) == (
+        "LASTMOD_OLDER"
+    )
+
+
+def test_a_site_wide_date_is_a_stamp_unless_it_agrees() -> None:
+    site_wide = lm("2024-05-20T08:00:00Z")
+    dates = [site_wide] * 4 + [lm("2023-01-02T10:00:00Z")]
+    found = page_stamps(dates, ["LASTMOD_OLDER"] * 3 + ["AGREE", "LASTMOD_OLDER"])
+    assert found == [True, True, True, False, False]
+    # shared by 3 of 7 in the segment (< half), but by most of the site's sampled pages
+    dates = [site_wide] * 3 + [lm(f"2023-0{m}-02T10:00:00Z") for m in range(1, 5)]
+    assert page_stamps(dates, ["LASTMOD_OLDER"] * 7) == [False] * 7
+    population = [site_wide] * 20 + [lm("2022-01-01T00:00:00Z")] * 2
+    assert page_stamps(dates, ["LASTMOD_OLDER"] * 7, population=population) == (
+        [True] * 3 + [False] * 4
+    )
+    # FUTURE, NO_EVIDENCE and unread pages are never stamps
+    assert page_stamps([site_wide] * 3, ["FUTURE", "NO_EVIDENCE", "HTTP_404"]) == [False] * 3
+
+
+def test_a_page_date_on_the_lastmods_day_echoes_a_date_stamp() -> None:
+    # six lastmods, one date: the day in every zone is the stamp its pages would echo
+    cluster = stamp_cluster(l0_of([lm("2024-05-20")] * 6))
+    assert cluster is not None
+    dates = [
+        lm("2024-05-20"),
+        lm("2024-05-20T05:00:00+09:00"),  # 19 May, 20:00 UTC: 20 May in Tokyo
+        lm("2024-05-25T10:00:00Z"),
+    ]
+    assert page_stamps(dates, ["AGREE"] * 3, echo_of=cluster) == [True, True, False]
+    assert stamp_cluster(l0_of([lm("2024-05-20")] * 4)) is None  # too few to be a stamp
+
+
+def stamped(n: int, at: datetime) -> list[LastMod | None]:
+    return [lm(z(at + timedelta(seconds=i % 3))) for i in range(n)]
+
+
+def test_a_burst_of_five_is_one_stamp_but_four_are_too_few() -> None:
+    old = T_REF - timedelta(days=90)
+    assert burst_stamp(l0_of(stamped(5, old)))
+    assert not burst_stamp(l0_of(stamped(4, old)))
+    assert not burst_stamp(l0_of([lm("2024-05-01")] * 9))  # one day is not one second
+
+
+def site_view(segment: list[LastMod | None], others: list[list[LastMod | None]]) -> SiteView:
+    parts = [SegmentL0Accumulator() for _ in range(len(others) + 1)]
+    for acc, entries in zip(parts, [segment, *others], strict=True):
+        for entry in entries:
+            acc.add(entry)
+    merged = SegmentL0Accumulator.merged(parts).result(T_REF)
+    assert merged.cluster_start is not None
+    assert merged.cluster_end is not None
+    inside = parts[0].share_within((merged.cluster_start, merged.cluster_end))
+    return SiteView(merged, tuple(l0_signals(merged, T_REF)), inside, len(parts))
+
+
+def test_small_segments_in_a_recent_site_stamp_are_generation_time() -> None:
+    at = T_REF - timedelta(hours=2)
+    view = site_view(stamped(3, at), [stamped(25, at), stamped(4, at)])
+    assert (view.stamped, view.burst, view.in_cluster) == (True, True, 1.0)
+    verdict = static_verdict(l0_of(stamped(3, at)), outcomes(PAGE_STAMP=3), T_REF, site=view)
+    assert verdict.name == "GENERATION_TIME"
+    assert verdict.reason == (
+        "100% of this segment's 3 lastmods lie in its site's cluster: across the site's 3 "
+        "segments, 100% of 32 lastmods fall in one 10min window centred 2.0 h before the "
+        "server clock, and only 0 sampled pages carry evidence (< 20; 3 carry the stamp or "
+        "a date shared by most pages): suspected from the sitemap alone, unconfirmed."
+    )
+    assert verdict.evidence["signals"] == ["too_few", "generation_time_suspected"]
+    assert verdict.evidence["site"]["in_cluster"] == 1.0
+    # the rules without the signature, kept for the cross-run refutation
+    assert verdict.evidence["without_generation"]["verdict"] == "UNVERIFIABLE"
+
+
+def test_a_segment_outside_its_site_stamp_keeps_its_own_verdict() -> None:
+    at = T_REF - timedelta(hours=2)
+    view = site_view(honest(25), [stamped(25, at), stamped(25, at)])
+    assert (view.stamped, view.burst) == (False, False)
+    verdict = static_verdict(l0_of(honest(25)), outcomes(AGREE=25), T_REF, site=view)
+    assert verdict.name == "PROVISIONAL"
+
+
+@pytest.mark.parametrize(
+    ("archive_days", "verdict"),
+    [(None, "PROVISIONAL"), (200.0, "PROVISIONAL"), (2160.0, "GENERATION_TIME")],
+)
+def test_an_archive_stamped_within_seconds_is_generation_time_whatever_its_pages_say(
+    archive_days: float | None, verdict: str
+) -> None:
+    """An old burst stamp raises no generation-time signal; 25 pages agreeing with it
+    (their own dates in the same second) would make it PROVISIONAL, unless the pages were
+    published over a year or more."""
+    l0 = l0_of(stamped(25, T_REF - timedelta(days=40)))
+    found = static_verdict(l0, outcomes(AGREE=25), T_REF, archive_days=archive_days)
+    assert found.name == verdict
+    if verdict == "GENERATION_TIME":
+        assert found.evidence["basis"] == "L0+archive"
+        assert found.evidence["signals"] == ["clustered_old", "archive_stamp"]
+        assert found.reason == (
+            "100% of 25 lastmods fall within 10 seconds, 960.0 h before the server clock, but "
+            "the sampled pages were published over 5.9 years: an archive written over years "
+            "cannot have changed within seconds, so lastmod is a build or generation stamp, "
+            "whatever the pages echo (25 of 25 sampled pages carry a date of their own)."
+        )
+        assert found.evidence["without_generation"]["verdict"] == "PROVISIONAL"
+
+
+def test_an_unsampled_segment_says_why_and_how_to_verify_it() -> None:
+    reason = "sampling is off; crawl with -a sample=on"
+    verdict = static_verdict(l0_of(honest(25)), [], T_REF, unsampled=reason)
+    assert (verdict.name, verdict.reason) == (
+        "UNVERIFIABLE",
+        "No page of this segment was sampled: sampling is off; crawl with -a sample=on.",
+    )
+    stamp = static_verdict(l0_of(generation_time()), [], T_REF, unsampled=reason)
+    assert stamp.name == "GENERATION_TIME"
+    assert stamp.reason.endswith(
+        ": suspected from the sitemap alone, unconfirmed (no page of this segment was "
+        "sampled: sampling is off; crawl with -a sample=on)."
+    )

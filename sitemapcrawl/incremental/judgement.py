@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sitemapcrawl.incremental.segmentrun import audits, utc
 from sitemapcrawl.incremental.store import SegmentState
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
-from sitemapcrawl.verify.crossrun import DECAY, CrossRun, combine
+from sitemapcrawl.verify.crossrun import DECAY, CrossRun, combine, generation_refuted
 from sitemapcrawl.verify.schedule import page_dates_verified, reports_within
 
 if TYPE_CHECKING:
@@ -35,6 +35,8 @@ LAG_RUNS = 2
 #: with their content this many times (decayed), and never stayed put while it changed.
 VALIDATOR_MIN_HITS = 10
 _PAGE_CHECKS = ("hit", "miss", "false", "still")
+#: A static GENERATION_TIME's own evidence, dropped when the cross-run score refutes it.
+_GENERATION_KEYS = ("basis", "confirmed", "reason_l0", "bound", "without_generation")
 
 
 def _decayed(kept: list[float] | None, checks: Counter[str], kinds: tuple[str, ...]) -> list[float]:
@@ -66,11 +68,25 @@ class SegmentJudgement:
         moves = run.cluster_moves(segment, centre)
         if moves is None:
             moves = 1 if centre is not None else 0
+        other = evidence.get("without_generation")
+        if static_name == "GENERATION_TIME" and other and generation_refuted(l2):
+            # lastmods that move together with content are edits made together, not a stamp
+            m = l2.metrics()
+            static_name = other["verdict"]
+            static_reason = (
+                f"{other['reason'][:-1]}; the sitemap looks like one stamp, but across runs "
+                f"{m['tp']:.0f} of {m['lastmod_events']:.0f} lastmod moves were content "
+                f"changes (precision {m['precision']:.2f}): not the generation time."
+            )
+            evidence = {
+                **{k: v for k, v in evidence.items() if k not in _GENERATION_KEYS},
+                **other["evidence"],
+            }
         if static_name == "GENERATION_TIME" and centre is not None and moves >= GENERATION_CONFIRM:
             # a generation-time cluster is confirmed when it moves on 3 fetches in a row
+            l0_part = evidence.get("reason_l0") or static_reason[:-1]
             static_reason = (
-                f"{static_reason[:-1]}; confirmed: the cluster moved on {moves} "
-                "consecutive fetches."
+                f"{l0_part}; confirmed: the cluster moved on {moves} consecutive fetches."
             )
             evidence = {**evidence, "confirmed": True}
         if evidence.get("n_sampled"):

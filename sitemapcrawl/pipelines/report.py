@@ -14,18 +14,28 @@ from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from sitemapcrawl.crawlcontext import crawl_context
 from sitemapcrawl.items import SitemapUrlItem, SiteReport
-from sitemapcrawl.sitemaps.dates import format_utc
+from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.schedule import site_utc_offset
-from sitemapcrawl.verify.scoring import static_verdict
+from sitemapcrawl.verify.scoring import (
+    PAGE_STAMP,
+    SegmentL0Accumulator,
+    SiteView,
+    l0_signals,
+    page_stamps,
+    stamp_cluster,
+    static_verdict,
+)
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
     from sitemapcrawl.crawlcontext import CrawlContext, SegmentRecord
+    from sitemapcrawl.sitemaps.dates import LastMod
     from sitemapcrawl.verify.scoring import SegmentL0, Verdict
 
 logger = logging.getLogger(__name__)
@@ -49,14 +59,30 @@ def site_reports(crawler: Crawler) -> SiteReports:
 
 
 def judge(
-    context: CrawlContext, record: SegmentRecord
+    context: CrawlContext, record: SegmentRecord, *, sampling: bool | None = None
 ) -> tuple[SegmentL0, list[str], Counter[str], Verdict]:
-    """A segment's single-run verdict from its L0 metrics and its sampled pages."""
+    """A segment's single-run verdict from its L0 metrics, its site's, and its sampled pages.
+
+    The pages' dates that are template or build stamps are no evidence (``PAGE_STAMP``,
+    ``verify.scoring.page_stamps``): a date shared by most of the segment's or the site's
+    sampled pages, or one that echoes the lastmods' own stamp. ``sampling``: whether this
+    crawl samples pages (None: not known here), for the reason of a segment none of whose
+    pages was sampled."""
     t_ref = record.t_ref or context.started
     l0 = record.l0(context.started)
-    outcomes = [s["outcome"] for s in record.samples]
-    if record.panel_only:  # fetched for the cross-run score, not an L1 sample
-        outcomes = []
+    site = None if record.news else site_view(context, record)
+    samples = [] if record.panel_only else record.samples  # the panel is for L2, not L1
+    outcomes = [s["outcome"] for s in samples]
+    dates = [_judged_date(s) for s in samples]
+    stamped = page_stamps(
+        dates,
+        outcomes,
+        population=_site_dates(context, record.site),
+        echo_of=stamp_cluster(l0, site),
+    )
+    for sample, stamp in zip(samples, stamped, strict=True):
+        sample["page_stamp"] = stamp  # the report shows which pages were set aside
+    outcomes = [PAGE_STAMP if stamp else o for o, stamp in zip(outcomes, stamped, strict=True)]
     state = context.state
     moves = (
         state.cluster_moves(record.name, l0.as_dict().get("cluster_centre"))
@@ -70,8 +96,112 @@ def judge(
         t_ref,
         generation_ruled_out=moves is not None and moves < 2,
         problems=problems,
+        site=site,
+        archive_days=_archive_days(context, record, site),
+        unsampled=None if outcomes else _why_unsampled(record, sampling),
     )
     return l0, outcomes, problems, verdict
+
+
+#: Per crawl and site root: the site's L0 metrics, their signals, its segment count.
+_SITE_L0: WeakKeyDictionary[CrawlContext, dict[str, tuple[SegmentL0, tuple[str, ...], int]]] = (
+    WeakKeyDictionary()
+)
+
+
+def site_view(context: CrawlContext, record: SegmentRecord) -> SiteView:
+    """The L0 test over the whole site of ``record`` (every segment but news ones, computed
+    once discovery is over), and the share of ``record``'s lastmods in the site's cluster
+    (docs/verification.md, "L0 over the whole site")."""
+    by_site = _SITE_L0.setdefault(context, {})
+    found = by_site.get(record.site)
+    if found is None:
+        records = [r for r in context.segments.values() if r.site == record.site and not r.news]
+        t_ref = max((r.t_ref for r in records if r.t_ref is not None), default=context.started)
+        moments = [
+            moment
+            for r in records
+            for moment in (r.sitemap_last_modified, r.index_lastmod)
+            if moment is not None
+        ]
+        merged = SegmentL0Accumulator.merged(r.accumulator for r in records)
+        l0 = merged.result(t_ref, generation_times=sorted(set(moments)))
+        found = by_site[record.site] = (l0, tuple(l0_signals(l0, t_ref)), len(records))
+    l0, signals, segments = found
+    inside = 0.0
+    if l0.cluster_start is not None and l0.cluster_end is not None:
+        inside = record.accumulator.share_within((l0.cluster_start, l0.cluster_end))
+    return SiteView(l0, signals, inside, segments)
+
+
+#: The evidence outcomes a page's own date (or its Last-Modified) was judged on.
+_DATED = frozenset({"AGREE", "LASTMOD_NEWER", "LASTMOD_OLDER", "PUBDATE_AS_LASTMOD"})
+
+
+def _judged_date(sample: dict[str, Any]) -> LastMod | None:
+    """The date a sampled page's outcome was judged on: its own modification date, else
+    (when the outcome is page evidence) its ``Last-Modified``."""
+    found = sample.get("page_modified")
+    raw = found.get("raw") if isinstance(found, dict) else None
+    if raw is None and (
+        sample.get("outcome") in _DATED or str(sample.get("outcome")).startswith("TZ_SHIFT:")
+    ):
+        raw = sample.get("http_last_modified")
+    if not raw:
+        return None
+    parsed = parse_lastmod(str(raw))
+    return parsed if parsed is not None and parsed.value is not None else None
+
+
+def _site_dates(context: CrawlContext, site: str) -> list[LastMod | None]:
+    """The judged dates of every page sampled on ``site``, panels included."""
+    return [
+        _judged_date(s)
+        for r in context.segments.values()
+        if r.site == site and not r.news
+        for s in r.samples
+    ]
+
+
+def _archive_days(
+    context: CrawlContext, record: SegmentRecord, site: SiteView | None
+) -> float | None:
+    """How many days the sampled pages' publication dates span (the site's pages when
+    the segment's lastmods are in its site's stamp or burst), with at least 3 of them."""
+    if site is not None and (site.stamped or site.burst):
+        samples = [s for r in context.segments.values() if r.site == record.site for s in r.samples]
+    else:
+        samples = record.samples
+    moments = []
+    for sample in samples:
+        found = sample.get("page_published")
+        raw = found.get("raw") if isinstance(found, dict) else None
+        parsed = parse_lastmod(str(raw)) if raw else None
+        if parsed is not None and parsed.value is not None:
+            moments.append(parsed.value)
+    if len(moments) < 3:
+        return None
+    return (max(moments) - min(moments)).total_seconds() / 86400
+
+
+def _why_unsampled(record: SegmentRecord, sampling: bool | None) -> str:
+    """Why no page of ``record`` was sampled on this run, and how to verify it."""
+    if sampling is False:
+        return (
+            "sampling is off; crawl with -a sample=on (SITEMAPCRAWL_SAMPLE_ENABLED) to compare "
+            "its lastmods with the pages' own dates"
+        )
+    if record.panel_only:
+        return "only its panel was fetched on this run, for the cross-run score"
+    if record.sampler is None:
+        return (
+            "it is not due on this run (a segment with a standing verdict is sampled again "
+            "every SITEMAPCRAWL_RESAMPLE_DAYS)"
+        )
+    return (
+        "the site's sample budget went to its other segments; raise "
+        "SITEMAPCRAWL_SAMPLE_SITE_BUDGET to sample this one"
+    )
 
 
 class SiteReports:
@@ -218,7 +348,9 @@ class SiteReports:
         """One segment's entry: its verdict (across runs with the state file), the L0
         metrics, the sampled pages and their outcomes, its coverage."""
         state = self._context.state
-        l0, outcomes, problems, verdict = judge(self._context, record)
+        l0, outcomes, problems, verdict = judge(
+            self._context, record, sampling=self._context.sampling(self._settings)
+        )
         name, reason, evidence = verdict.name, verdict.reason, verdict.evidence
         offset = site_utc_offset(
             m["raw"] for m in (s.get("page_modified") for s in record.samples) if m

@@ -62,6 +62,7 @@ __all__ = [
     "CrossRun",
     "Observation",
     "combine",
+    "generation_refuted",
 ]
 
 HALF_LIFE_RUNS = 30
@@ -189,6 +190,22 @@ class CrossRun:
             "lift": None if lift is None else ("inf" if math.isinf(lift) else _r(lift)),
             "runs": self.runs,
         }
+
+
+def generation_refuted(l2: CrossRun) -> bool:
+    """Whether the cross-run score refutes a GENERATION_TIME read from one fetch: over at
+    least ``OVER_EVENTS`` lastmod moves, ``MIN_TP`` or more and at least ``OVER_PRECISION``
+    of them were content changes. A generation or build stamp moves whether or not the
+    pages change; lastmods that moved together because the pages were edited together (a
+    batch edit, an import) are not one.
+
+    >>> generation_refuted(CrossRun(tp=24, fp=0))
+    True
+    >>> generation_refuted(CrossRun(tp=2, fp=93))
+    False
+    """
+    events = l2.tp + l2.fp
+    return l2.tp >= MIN_TP and events >= OVER_EVENTS and l2.tp / events >= OVER_PRECISION
 
 
 def _r(x: float | None) -> float | None:

@@ -360,7 +360,9 @@ def content_fingerprint(html: str) -> tuple[str, int]:
 
     Boilerplate (``script``, ``style``, ``nav``, ``aside``, ``form``,
     ``noscript``, ``iframe``, page-level ``header`` / ``footer``, comments,
-    ad slots, comment threads, share and related-post blocks) is dropped; the
+    ad slots, comment threads, share widgets, counters, carousels, and blocks of
+    related, recommended, random or popular posts, named by their class, id or
+    heading) is dropped; the
     text of ``<main>``, else of the top-level ``<article>`` elements, else of
     ``<body>`` is kept, whitespace is collapsed and volatile tokens (dates,
     times, "x minutes ago", view counters, UUIDs, long hex / base64 ids,
@@ -373,6 +375,10 @@ def content_fingerprint(html: str) -> tuple[str, int]:
     (True, 30)
     >>> content_fingerprint("<main><p>Price 21 EUR</p></main>")[0] == a[0]
     False
+    >>> page = "<main><p>Price 19 EUR</p><section><h2>You may also like</h2>{}</section></main>"
+    >>> content_fingerprint(page.format("<a href=/x>X</a>")) == content_fingerprint(
+    ...     page.format("<a href=/y>Y</a>"))
+    True
     """
     root = _parse(html[:MAX_HTML_BYTES].encode("utf-8", "replace"))
     if root is None:
@@ -911,14 +917,42 @@ _DROP_TAGS = (
 )  # fmt: skip
 _KEEP_TAGS = frozenset({"html", "body", "main", "article"})
 _DROP_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "search"})
-# Whole class / id tokens of blocks that change without the content changing.
+# Whole class / id tokens of blocks that change without the content changing: ads,
+# comments, share and cookie widgets, and what a build or a request fills anew (related,
+# recommended or random posts, counters, carousels, sidebar widgets). Recent, latest,
+# featured or popular posts are left alone: on a home or list page they are its content.
 _DROP_TOKEN_RE = re.compile(
     r"(?:ads?|advert\w*|advertisement|ad[-_]?(?:slot|unit|container|wrapper|banner|box)[-_\w]*"
     r"|(?:div-)?gpt-ad[-_\w]*|dfp[-_\w]*|sponsored|comments?|comment-list|comments-area"
-    r"|disqus_thread|related(?:[-_]\w+)?|share(?:[-_]\w+)?|social-share|sharedaddy"
-    r"|cookie[-_\w]*|consent[-_\w]*|newsletter[-_\w]*|breadcrumbs?|sidebar|skip-link)",
+    r"|disqus_thread|share(?:[-_]\w+)?|social-share|sharedaddy"
+    r"|cookie[-_\w]*|consent[-_\w]*|newsletter[-_\w]*|breadcrumbs?|sidebar|skip-link"
+    r"|(?:[a-z0-9]+[-_])*(?:related|recommend(?:ed|ations?)?|random|suggested|similar"
+    r"|yarpp|jp-relatedposts|crp|rp4wp|you-may-also-like|also-like|read-next)(?:[-_][-_\w]*)?"
+    r"|widgets?(?:[-_][-_\w]*)?|carousel(?:[-_][-_\w]*)?|rotat(?:ing|or)(?:[-_][-_\w]*)?"
+    r"|(?:[a-z0-9]+[-_])*(?:counter|view-?count|hit-?count|visit-?count|pageviews?|page-views"
+    r"|read-?count|like-?count)(?:[-_][-_\w]*)?|busuanzi[-_\w]*|waline[-_\w]*|twikoo[-_\w]*"
+    r"|giscus[-_\w]*|utterances[-_\w]*)",
     re.IGNORECASE,
 )
+# A heading that names a block filled anew on every build or request ("Related posts",
+# "Random Recommended Posts", "You may also like"): the block goes, heading and all. Not
+# "Recent posts" and the like, which are a home page's content.
+_NOISE_HEADING_RE = re.compile(
+    r"(?:(?:random\s+)?(?:related|recommended|suggested|similar|random)\s+(?:posts?|articles?"
+    r"|stories|entries|reads?|reading|content|pages?|items|links|products|videos)"
+    r"|random\s+recommended(?:\s+\w+)?|recommended\s+for\s+you|you\s+(?:may|might|will)"
+    r"(?:\s+also)?\s+(?:like|enjoy|be\s+interested(?:\s+in)?)|read\s+(?:next|this\s+next)"
+    r"|what\s+to\s+read\s+next"
+    r"|ähnliche\s+(?:artikel|beiträge)|das\s+könnte\s+(?:dich|sie)\s+auch\s+interessieren"
+    r"|articles?\s+(?:similaires|liés|connexes)|à\s+lire\s+aussi|vous\s+aimerez\s+aussi"
+    r"|artículos\s+relacionados|también\s+te\s+puede\s+interesar|关联文章|相关文章|相關文章"
+    r"|推荐阅读|推薦閱讀|猜你喜欢|関連記事|関連する記事|おすすめ記事"
+    r"|관련\s*글|추천\s*글)[\s:.!…]*",
+    re.IGNORECASE,
+)
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+#: Headings longer than this are content, whatever words they use.
+_NOISE_HEADING_MAX = 60
 
 _MONTHS = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
@@ -1012,6 +1046,8 @@ def _fingerprint_tree(root: Any) -> tuple[str, int]:
     for el in list(root.iter()):
         if el.getparent() is not None and el.tag not in _KEEP_TAGS and _droppable(el):
             el.drop_tree()
+    for heading in list(root.iter(*_HEADINGS)):
+        _drop_noise_block(heading)
     text = ""
     chosen = root.xpath("//main | //*[@role='main']")[:1] or root.xpath(
         "//article[not(ancestor::article)]"
@@ -1024,6 +1060,45 @@ def _fingerprint_tree(root: Any) -> tuple[str, int]:
         text = _normalise(" ".join(scope.itertext()))
     masked = _normalise(_mask(text))
     return _digest(masked), len(masked)
+
+
+def _drop_noise_block(heading: Any) -> None:
+    """Drop the block a heading names when it names a related, recommended, random or
+    popular list (:data:`_NOISE_HEADING_RE`): the heading's parent when the heading opens it
+    (no text before it) and the parent is no page-level container, else the heading and
+    its following siblings up to the next heading of its level or higher."""
+    parent = heading.getparent()
+    if parent is None:
+        return  # dropped with an earlier block
+    title = " ".join(heading.text_content().split())
+    if len(title) > _NOISE_HEADING_MAX or not _NOISE_HEADING_RE.fullmatch(title):
+        return
+    if parent.tag not in _KEEP_TAGS and parent.getparent() is not None and _opens(heading):
+        parent.drop_tree()
+        return
+    level = int(heading.tag[1])
+    following = []
+    for sibling in heading.itersiblings():
+        tag = sibling.tag
+        if isinstance(tag, str) and tag in _HEADINGS and int(tag[1]) <= level:
+            break
+        following.append(sibling)
+    heading.drop_tree()
+    for sibling in following:
+        sibling.drop_tree()
+
+
+def _opens(heading: Any) -> bool:
+    """Whether ``heading`` is the first thing with text in its parent."""
+    parent = heading.getparent()
+    if (parent.text or "").strip():
+        return False
+    for sibling in heading.itersiblings(preceding=True):
+        if (sibling.tail or "").strip() or (
+            isinstance(sibling.tag, str) and sibling.text_content().strip()
+        ):
+            return False
+    return True
 
 
 def _normalise(text: str) -> str:

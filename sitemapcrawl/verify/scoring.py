@@ -21,6 +21,11 @@ name                           value       what it bounds
                                24h 48h
 ``RECENCY_EPSILON``            15 min      the ε of f(Δ) = ``FUTURE_SLACK``
 ``MIN_N_L``                    20          dated values the clustering rules need
+``STAMP_MIN_N_L``              5           … or these, within one 10-second burst
+``DAY_STAMP_MIN_N_L``          10          … or these dates, on the server clock's day
+``ARCHIVE_SPAN``               365 days    publication dates of a burst-stamped archive
+``PAGE_STAMP_MIN``             3           sampled pages sharing one date: a page stamp…
+``PAGE_STAMP_SHARE``           0.5         … when also this share of the dated pages
 ``ABSENT_COVERAGE``            0.1         coverage below it: ABSENT
 ``PARTIAL_COVERAGE``           0.9         coverage below it: PARTIAL
 ``INVALID_SHARE``              0.2         unparseable values above it: INVALID
@@ -69,7 +74,7 @@ import math
 from array import array
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from itertools import groupby
@@ -90,17 +95,22 @@ __all__ = [
     "LASTMOD_OLDER",
     "NO_EVIDENCE",
     "NO_LASTMOD",
+    "PAGE_STAMP",
     "PUBDATE_AS_LASTMOD",
     "TAU",
     "TZ_SHIFT",
     "VERDICTS",
     "SegmentL0",
     "SegmentL0Accumulator",
+    "SiteView",
     "Verdict",
     "agreement",
+    "burst_stamp",
     "l0_signals",
     "lastmod_interval",
     "outcome_counts",
+    "page_stamps",
+    "stamp_cluster",
     "static_verdict",
     "wilson",
 ]
@@ -123,6 +133,20 @@ MIN_N_L = 20
 NEWS_MIN_N_L = 10
 #: News entries this close together are one generation stamp, not distinct articles.
 NEWS_BURST = timedelta(seconds=10)
+#: Distinct pages whose lastmods fall within one ``NEWS_BURST`` are one stamp from this many
+#: on: the clustering rules apply to them below ``MIN_N_L`` (a second shared by 5 pages is
+#: no coincidence; a day shared by 5 pages can be).
+STAMP_MIN_N_L = 5
+#: Date-only lastmods on one day, the server clock's day or the day before: one stamp from
+#: this many on (a small site regenerated with "today" on every page, such as MkDocs').
+DAY_STAMP_MIN_N_L = 10
+#: A burst stamp over pages whose publication dates span this much is an archive stamped at
+#: build time: no archive written over a year was modified within seconds.
+ARCHIVE_SPAN = timedelta(days=365)
+#: A date carried by at least this many sampled pages, and by at least ``PAGE_STAMP_SHARE`` of
+#: the sampled pages with a date (the segment's or the site's), is a template or build stamp.
+PAGE_STAMP_MIN = 3
+PAGE_STAMP_SHARE = 0.5
 ABSENT_COVERAGE = 0.1
 PARTIAL_COVERAGE = 0.9
 INVALID_SHARE = 0.2
@@ -156,6 +180,8 @@ REDIRECT_OFFSITE = "REDIRECT_OFFSITE"
 NO_EVIDENCE = "NO_EVIDENCE"
 NO_LASTMOD = "NO_LASTMOD"
 LAGGED = "LAGGED"  # LASTMOD_OLDER, but the page changed after the sitemap was built
+#: A sampled page whose date is a template or build stamp (``page_stamps``): no evidence.
+PAGE_STAMP = "PAGE_STAMP"
 
 # --- verdicts. TRUSTED needs the L2 recall bound. ---------------------------
 VERDICTS: tuple[str, ...] = (
@@ -328,7 +354,7 @@ class SegmentL0:
     sentinel_share: float
     date_only_share: float
     no_tz_share: float
-    #: News segments only: the share in the densest ``NEWS_BURST`` (10 s) window.
+    #: The share in the densest ``NEWS_BURST`` (10 s) window: one stamp to the second.
     burst_share: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -345,8 +371,6 @@ class SegmentL0:
         out: dict[str, Any] = {}
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
-            if value is None and name == "burst_share":
-                continue  # not a news segment
             if isinstance(value, float):
                 value = round(value, 4)
             elif isinstance(value, datetime):
@@ -449,6 +473,52 @@ class SegmentL0Accumulator:
             values = self._values[(precision, assumed_utc)] = array("q")
         values.append(micros)
 
+    @classmethod
+    def merged(cls, parts: Iterable[SegmentL0Accumulator]) -> SegmentL0Accumulator:
+        """One accumulator holding every entry of ``parts``: a site's segments together,
+        for the L0 test over the whole site (docs/verification.md, "L0 over the whole
+        site"). The parts are left as they are.
+
+        >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
+        >>> a, b = SegmentL0Accumulator(), SegmentL0Accumulator()
+        >>> a.add(parse_lastmod("2024-05-01")); b.add(parse_lastmod("2024-05-01")); b.add(None)
+        >>> site = SegmentL0Accumulator.merged([a, b])
+        >>> site.n, site.n_date_only, len(site.counts)
+        (3, 2, 1)
+        """
+        out = cls()
+        for part in parts:
+            out.n += part.n
+            out.n_invalid += part.n_invalid
+            out.n_sentinel += part.n_sentinel
+            out.n_date_only += part.n_date_only
+            out.n_no_tz += part.n_no_tz
+            for key, values in part._values.items():
+                mine = out._values.get(key)
+                if mine is None:
+                    mine = out._values[key] = array("q")
+                mine.extend(values)
+        return out
+
+    def share_within(self, span: tuple[datetime, datetime]) -> float:
+        """The share of this accumulator's dated values that lie in the closed ``span``
+        (0.0 without a dated value): how much of a segment sits in its site's cluster.
+
+        >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
+        >>> acc = SegmentL0Accumulator()
+        >>> for day in ("2024-05-01", "2024-05-01", "2024-05-01", "2023-01-09"):
+        ...     acc.add(parse_lastmod(day))
+        >>> acc.share_within((datetime(2024, 5, 1, tzinfo=UTC), datetime(2024, 5, 2, tzinfo=UTC)))
+        0.75
+        """
+        lo = (_utc(span[0]) - _EPOCH) // _MICROSECOND
+        hi = (_utc(span[1]) - _EPOCH) // _MICROSECOND
+        inside = total = 0
+        for values in self._values.values():
+            total += len(values)
+            inside += sum(1 for v in values if lo <= v <= hi)
+        return inside / total if total else 0.0
+
     def result(
         self,
         t_ref: datetime,
@@ -456,14 +526,17 @@ class SegmentL0Accumulator:
         sitemap_last_modified: datetime | None = None,
         index_lastmod: datetime | None = None,
         news: bool = False,
+        generation_times: Iterable[datetime] = (),
     ) -> SegmentL0:
         """Compute every single-fetch L0 metric at reference time ``t_ref``.
 
         ``t_ref`` is the server clock (``Date`` minus ``Age``); naive datetimes
         are taken to be UTC. ``sitemap_last_modified`` is the sitemap's HTTP
         ``Last-Modified`` and ``index_lastmod`` the sitemapindex ``<lastmod>``
-        of this child, both used for alignment. ``news`` marks an
-        ``xmlns:news`` segment (recorded for :func:`l0_signals`).
+        of this child, both used for alignment; ``generation_times`` are more such
+        moments (a whole site's: each of its sitemaps' ``Last-Modified`` and index
+        ``<lastmod>``). ``news`` marks an ``xmlns:news`` segment (recorded for
+        :func:`l0_signals`).
         """
         t_ref = _utc(t_ref)
         all_counts = self.counts
@@ -483,14 +556,14 @@ class SegmentL0Accumulator:
         centre = None if span is None else span[0] + (span[1] - span[0]) / 2
 
         max_lastmod = max(by_value, default=None)
-        alignment_s, source, gen_alignment_s = _alignment(
-            span,
-            {
-                "last_modified": sitemap_last_modified,
-                "index_lastmod": index_lastmod,
-                "max_lastmod": max_lastmod,
-            },
-        )
+        candidates: dict[str, datetime | None] = {
+            "last_modified": sitemap_last_modified,
+            "index_lastmod": index_lastmod,
+        }
+        for i, moment in enumerate(generation_times):
+            candidates[f"generation_time_{i}"] = moment
+        candidates["max_lastmod"] = max_lastmod
+        alignment_s, source, gen_alignment_s = _alignment(span, candidates)
         tz_k, tz_share = _dominant_shift(tz_votes, future)
 
         return SegmentL0(
@@ -525,7 +598,7 @@ class SegmentL0Accumulator:
             sentinel_share=share(self.n_sentinel),
             date_only_share=share(self.n_date_only),
             no_tz_share=share(self.n_no_tz),
-            burst_share=share(_time_windows(by_value, NEWS_BURST)[0]) if news else None,
+            burst_share=share(_time_windows(by_value, NEWS_BURST)[0]),
         )
 
 
@@ -659,8 +732,11 @@ def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
 
     ``absent``, ``partial``, ``too_few`` (N_L < 20), ``invalid``,
     ``tz_shift:<k>``, ``generation_time_suspected`` and ``clustered_old``.
-    The two clustering flags need N_L ≥ 20 and are never raised for news
-    segments. The exact rules: docs/verification.md, "L0: the dispersion test".
+    The two clustering flags need N_L ≥ 20, or N_L ≥ 5 timestamps within one
+    10-second burst (one stamp to the second: no coincidence, even on 5 pages), or
+    N_L ≥ 10 dates on one day within 48 h of the server clock, and are never raised for
+    news segments. The exact rules: docs/verification.md, "L0: the
+    dispersion test".
 
     >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
     >>> now = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -671,6 +747,16 @@ def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
     ['generation_time_suspected']
     >>> l0_signals(acc.result(now, news=True), now)  # 30 distinct seconds: fine for news
     []
+    >>> small = SegmentL0Accumulator()
+    >>> for _ in range(6):
+    ...     small.add(parse_lastmod("2024-05-01T11:40:00Z"))
+    >>> l0_signals(small.result(now), now)  # 6 pages, one second
+    ['too_few', 'generation_time_suspected']
+    >>> today = SegmentL0Accumulator()
+    >>> for _ in range(12):
+    ...     today.add(parse_lastmod("2024-05-01"))
+    >>> l0_signals(today.result(now), now)  # 12 pages dated today
+    ['too_few', 'generation_time_suspected']
     """
     t_ref = _utc(t_ref)
     signals: list[str] = []
@@ -697,15 +783,163 @@ def l0_signals(l0: SegmentL0, t_ref: datetime) -> list[str]:
         ):
             signals.append("generation_time_suspected")
         return signals
-    if l0.n_lastmod < MIN_N_L or l0.cluster_centre is None:
+    if l0.cluster_centre is None:
         return signals
     recent = t_ref - l0.cluster_centre <= GENERATION_RECENCY
+    today = (
+        recent
+        and l0.window == "1day"
+        and l0.n_lastmod >= DAY_STAMP_MIN_N_L
+        and l0.window_share >= GENERATION_WINDOW_SHARE
+    )
+    if not (l0.n_lastmod >= MIN_N_L or burst_stamp(l0) or today):
+        return signals
     aligned = l0.gen_alignment_s is not None and l0.gen_alignment_s <= ALIGNMENT.total_seconds()
     if l0.window_share >= GENERATION_WINDOW_SHARE and (recent or aligned):
         signals.append("generation_time_suspected")
     elif l0.window_share >= CLUSTERED_OLD_SHARE and not recent:
         signals.append("clustered_old")
     return signals
+
+
+def burst_stamp(l0: SegmentL0) -> bool:
+    """Whether at least ``STAMP_MIN_N_L`` lastmods, most of them times of day, and 90 % of
+    them, fall within one 10-second burst: one stamp to the second.
+
+    >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
+    >>> acc = SegmentL0Accumulator()
+    >>> for second in (0, 0, 3, 3, 9):
+    ...     acc.add(parse_lastmod(f"2020-12-17T17:46:{second:02d}+09:00"))
+    >>> burst_stamp(acc.result(datetime(2024, 1, 1, tzinfo=UTC)))
+    True
+    """
+    return (
+        l0.n_lastmod >= STAMP_MIN_N_L
+        and l0.date_only_share < 0.5
+        and (l0.burst_share or 0.0) >= GENERATION_WINDOW_SHARE
+    )
+
+
+@dataclass(frozen=True)
+class SiteView:
+    """What the site as a whole says about one of its segments (docs/verification.md, "L0
+    over the whole site"): the L0 metrics and signals of all its segments' lastmods
+    together, and the share of this segment's lastmods inside the site's densest window.
+
+    A site whose every URL carries one date is caught even when each segment is small:
+    a segment whose lastmods lie in the site's cluster (90 %) shares the site's signals.
+    ``segments``: how many segments the site has.
+    """
+
+    l0: SegmentL0
+    signals: tuple[str, ...]
+    in_cluster: float
+    segments: int
+
+    @property
+    def stamped(self) -> bool:
+        """The site's lastmods are one generation-time cluster, and this segment is in it."""
+        return (
+            self.segments > 1
+            and "generation_time_suspected" in self.signals
+            and self.in_cluster >= GENERATION_WINDOW_SHARE
+        )
+
+    @property
+    def burst(self) -> bool:
+        """The site's lastmods are one burst stamp (:func:`burst_stamp`), recent or not,
+        and this segment is in it: a build stamp, whether or not the build was recent."""
+        return (
+            self.segments > 1
+            and self.in_cluster >= GENERATION_WINDOW_SHARE
+            and burst_stamp(self.l0)
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The evidence a verdict carries about the site."""
+        return {
+            "segments": self.segments,
+            "n_lastmod": self.l0.n_lastmod,
+            "window": self.l0.window,
+            "window_share": round(self.l0.window_share, 4),
+            "burst_share": round(self.l0.burst_share or 0.0, 4),
+            "cluster_centre": (
+                format_utc(self.l0.cluster_centre) if self.l0.cluster_centre else None
+            ),
+            "signals": list(self.signals),
+            "in_cluster": round(self.in_cluster, 4),
+        }
+
+
+def page_stamps(
+    dates: Sequence[LastMod | None],
+    outcomes: Sequence[str],
+    *,
+    population: Sequence[LastMod | None] = (),
+    echo_of: tuple[datetime, datetime] | None = None,
+) -> list[bool]:
+    """Which sampled pages' dates are template or build stamps, not the page's own date
+    (docs/verification.md, "Page stamps"). ``dates[i]`` is the date the i-th page's
+    ``outcomes[i]`` was judged on (None: none). A stamp is no evidence for or against
+    lastmod:
+
+    * a date carried by at least ``PAGE_STAMP_MIN`` sampled pages and by at least
+      ``PAGE_STAMP_SHARE`` of those with a date, among ``dates`` or among ``population``
+      (the site's sampled pages), unless the page agrees with its lastmod: a site-wide
+      ``og:updated_time`` on list pages, a deploy's ``Last-Modified`` on every file (an
+      agreeing shared date is an import both sides wrote, for L2 to judge, unless it is an
+      echo);
+    * a date that meets ``echo_of``, the lastmods' own generation-time or one-stamp
+      cluster: the page echoes the stamp (a static site stamps its pages and its sitemap
+      at the same build).
+
+    Dates are compared at their own precision (the same second, or the same day).
+    FUTURE outcomes are the server clock's evidence and are never stamps.
+
+    >>> from sitemapcrawl.sitemaps.dates import parse_lastmod as p
+    >>> site = p("2024-05-20T08:00:00Z")
+    >>> dates = [site, site, site, p("2023-01-02T10:00:00Z")]
+    >>> page_stamps(dates, ["LASTMOD_OLDER"] * 3 + ["AGREE"])
+    [True, True, True, False]
+    >>> page_stamps(dates, ["AGREE"] * 4)  # a shared date that agrees: not by itself
+    [False, False, False, False]
+    >>> cluster = (datetime(2024, 5, 20, 7, 59, tzinfo=UTC), site.value)
+    >>> page_stamps(dates, ["AGREE"] * 4, echo_of=cluster)
+    [True, True, True, False]
+    """
+    shared = _shared_dates(dates) | _shared_dates(population)
+    out = []
+    for found, outcome in zip(dates, outcomes, strict=True):
+        stampable = outcome in _STAMPABLE or _tz_k(outcome) is not None
+        if found is None or found.value is None or not stampable:
+            out.append(False)
+            continue
+        if echo_of is not None:
+            lo, hi = lastmod_interval(found, timedelta(0))
+            if lo <= _utc(echo_of[1]) and _utc(echo_of[0]) <= hi:
+                out.append(True)
+                continue
+        out.append(outcome != AGREE and _date_key(found) in shared)
+    return out
+
+
+def _date_key(date: LastMod) -> tuple[datetime, str]:
+    assert date.value is not None
+    precision = date.precision or "fraction"
+    value = _utc(date.value)
+    if precision in _DATE_PRECISIONS:
+        return value.replace(hour=0, minute=0, second=0, microsecond=0), "day"
+    return value.replace(microsecond=0), "second"
+
+
+def _shared_dates(dates: Sequence[LastMod | None]) -> set[tuple[datetime, str]]:
+    keys = Counter(_date_key(d) for d in dates if d is not None and d.value is not None)
+    total = sum(keys.values())
+    return {
+        key
+        for key, count in keys.items()
+        if count >= PAGE_STAMP_MIN and count >= PAGE_STAMP_SHARE * total
+    }
 
 
 # --------------------------------------------------------------------------
@@ -833,6 +1067,8 @@ _PROBLEM_TEXT = {
 }
 #: The L1 outcomes that are page evidence about a lastmod (n_ev), besides TZ_SHIFT:k.
 _EVIDENCE = frozenset({AGREE, LASTMOD_NEWER, LASTMOD_OLDER, PUBDATE_AS_LASTMOD, FUTURE})
+#: The outcomes judged on the page's own date (which may be a stamp), besides TZ_SHIFT:k.
+_STAMPABLE = frozenset({AGREE, LASTMOD_NEWER, LASTMOD_OLDER, PUBDATE_AS_LASTMOD})
 #: Outcomes of a sampled page that could not be read: an HTTP error or redirect left
 #: unfollowed, a failed or refused fetch.
 _UNREAD = ("HTTP_", "FETCH_FAILED", REDIRECT_OFFSITE)
@@ -870,10 +1106,14 @@ def static_verdict(
     *,
     generation_ruled_out: bool = False,
     problems: Mapping[str, int] | None = None,
+    site: SiteView | None = None,
+    archive_days: float | None = None,
+    unsampled: str | None = None,
 ) -> Verdict:
     """Judge a segment from one sitemap fetch (L0) and its sampled pages (L1).
 
-    ``outcomes`` are the :func:`agreement` results of the sampled pages. The
+    ``outcomes`` are the :func:`agreement` results of the sampled pages, a page whose date
+    is a stamp given as ``PAGE_STAMP`` (:func:`page_stamps`). The
     rules are tried in order (``_RULES``): ABSENT, INVALID, TZ_SHIFT, GENERATION_TIME,
     STALE, OVER_REPORTING; then ``_by_agreement``: PARTIAL (wrapping the dated subset's
     PROVISIONAL or UNVERIFIABLE), PROVISIONAL, UNVERIFIABLE (docs/verification.md,
@@ -882,6 +1122,9 @@ def static_verdict(
     cross-run history shows the cluster is not moving with each generation.
     ``problems``: how many sampled pages had each page problem (``pagedates``); they are
     kept in the evidence and, where too few pages carry evidence, named in the reason.
+    ``site``: the L0 test over the whole site (:class:`SiteView`); ``archive_days``: how
+    many days the sampled pages' publication dates span; ``unsampled``: why no page of the
+    segment was sampled, when none was (said in the reason, with how to verify it).
 
     >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
     >>> now = datetime(2024, 6, 1, tzinfo=UTC)
@@ -897,12 +1140,70 @@ def static_verdict(
     27 of 30 sampled pages agree (Wilson lower bound 0.74 < 0.80)
     escalate the sample to 60 pages.
     """
-    sample = _Sample.of(l0, outcomes, t_ref, generation_ruled_out, problems)
+    sample = _Sample.of(
+        l0,
+        outcomes,
+        t_ref,
+        generation_ruled_out,
+        problems,
+        site=site,
+        archive_days=archive_days,
+        unsampled=unsampled,
+    )
+    verdict = _first_rule(sample)
+    if verdict.name == "GENERATION_TIME":
+        # What the rules say without the generation-time signature: the cross-run score
+        # may refute it (lastmod moves that were content changes), and then this stands.
+        plain = replace(sample, signalled=False, suspected=False)
+        other = _first_rule(plain)
+        verdict.evidence["without_generation"] = {
+            "verdict": other.name,
+            "reason": other.reason,
+            "evidence": {k: v for k, v in other.evidence.items() if k not in sample.evidence},
+        }
+    return verdict
+
+
+def _first_rule(sample: _Sample) -> Verdict:
     for rule in _RULES:
         verdict = rule(sample)
         if verdict is not None:
             return verdict
     return _by_agreement(sample)
+
+
+def stamp_cluster(l0: SegmentL0, site: SiteView | None = None) -> tuple[datetime, datetime] | None:
+    """The span of a segment's lastmods when they are one stamp: the dates its pages would
+    echo (:func:`page_stamps`). One stamp is 90 % of at least ``STAMP_MIN_N_L`` lastmods
+    within one 10-second burst, or on one day when they are dates, or the lastmods' share
+    of their site's generation-time cluster or burst stamp. (A 10-minute window is not
+    enough: edits made together in a few minutes are edits, and their pages' dates are
+    evidence.) A day of dates spans that day in every zone (± ``TZ_SLACK``). None
+    otherwise.
+
+    >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
+    >>> acc = SegmentL0Accumulator()
+    >>> for _ in range(6):
+    ...     acc.add(parse_lastmod("2024-05-20"))
+    >>> [format_utc(t) for t in stamp_cluster(acc.result(datetime(2024, 6, 1, tzinfo=UTC)))]
+    ['2024-05-19T10:00:00Z', '2024-05-21T14:00:00Z']
+    """
+    if l0.cluster_start is None or l0.cluster_end is None:
+        return None
+    span = l0.cluster_start, l0.cluster_end
+    if l0.window == "1day":
+        span = _add(span[0], -TZ_SLACK), _add(span[1], TZ_SLACK)
+    if site is not None and (site.stamped or site.burst):
+        return span
+    if burst_stamp(l0):
+        return span
+    if (
+        l0.window == "1day"
+        and l0.n_lastmod >= STAMP_MIN_N_L
+        and l0.window_share >= GENERATION_WINDOW_SHARE
+    ):
+        return span
+    return None
 
 
 @dataclass(frozen=True)
@@ -926,7 +1227,12 @@ class _Sample:
     l1_tz: bool  # the L1 shift is established (Wilson lower bound >= TZ_MIN_LB)
     newer: int  # LASTMOD_NEWER pages
     newer_lb: float
-    suspected: bool  # L0 suspects generation time, and the history does not rule it out
+    signalled: bool  # L0 (the segment's, the site's, or an archive stamp) says generation
+    ruled_out: bool  # the history shows the cluster standing still
+    suspected: bool  # signalled, and the history does not rule it out
+    site: SiteView | None  # the whole site, when its cluster is what signals
+    archive_days: float | None  # a burst stamp over pages published over this many days
+    unsampled: str | None  # why no page was sampled
 
     @classmethod
     def of(
@@ -936,9 +1242,30 @@ class _Sample:
         t_ref: datetime,
         generation_ruled_out: bool,
         problems: Mapping[str, int] | None,
+        *,
+        site: SiteView | None = None,
+        archive_days: float | None = None,
+        unsampled: str | None = None,
     ) -> _Sample:
         t_ref = _utc(t_ref)
         signals = l0_signals(l0, t_ref)
+        by_site = None
+        if site is not None and site.stamped and "generation_time_suspected" not in signals:
+            # The segment is small or its own window is not the site's: the site's cluster,
+            # which holds this segment's lastmods, is the generation time.
+            signals = [sig for sig in signals if sig != "clustered_old"]
+            signals.append("generation_time_suspected")
+            by_site = site
+        burst = burst_stamp(l0) or (site is not None and site.burst)
+        archive = None
+        if (
+            burst
+            and archive_days is not None
+            and archive_days >= ARCHIVE_SPAN.total_seconds() / 86400
+            and not l0.news
+        ):
+            signals.append("archive_stamp")
+            archive = archive_days
         counts = Counter(outcomes)
         n_ev = sum(n for o, n in counts.items() if o in _EVIDENCE or _tz_k(o) is not None)
         n_unread = sum(n for o, n in counts.items() if o.startswith(_UNREAD))
@@ -950,6 +1277,8 @@ class _Sample:
             "counts": dict(sorted(counts.items())),
             "signals": signals,
             "l0": {k: v for k, v in l0.as_dict().items() if k in _L0_USED},
+            **({"site": site.as_dict()} if site is not None and site.segments > 1 else {}),
+            **({"archive_days": round(archive, 1)} if archive is not None else {}),
         }
         # L1 hour shifts: the dominant k among disagreeing pages.
         disagreeing = n_ev - counts[AGREE]
@@ -965,6 +1294,7 @@ class _Sample:
             if l1_k_count < TZ_CONSISTENT_SHARE * disagreeing:
                 l1_k, l1_k_count = None, 0
         newer = counts[LASTMOD_NEWER]
+        signalled = "generation_time_suspected" in signals or archive is not None
         return cls(
             l0=l0,
             t_ref=t_ref,
@@ -982,9 +1312,14 @@ class _Sample:
             l1_tz=l1_k is not None and wilson(l1_k_count, n_ev)[0] >= TZ_MIN_LB,
             newer=newer,
             newer_lb=wilson(newer, n_ev)[0],
+            signalled=signalled,
+            ruled_out=generation_ruled_out,
             # Earlier fetches can rule the signature out: a cluster that did not move on
             # two fetches in a row is a deploy or import stamp, not the generation time.
-            suspected="generation_time_suspected" in signals and not generation_ruled_out,
+            suspected=signalled and not generation_ruled_out,
+            site=by_site,
+            archive_days=archive,
+            unsampled=unsampled if not outcomes else None,
         )
 
     def verdict(self, name: str, reason: str, **extra: Any) -> Verdict:
@@ -1049,25 +1384,62 @@ def _tz_shift(s: _Sample) -> Verdict | None:
 
 
 def _generation_time(s: _Sample) -> Verdict | None:
-    """GENERATION_TIME, suspected: the L0 signature, with pages whose lastmod is ahead of
-    them or too few pages to say otherwise (confirmation needs the cross-run history)."""
-    l0, n_ev = s.l0, s.n_ev
-    if not (s.suspected and (s.newer_lb >= OVER_REPORTING_LB or n_ev < MIN_N_EV)):
+    """GENERATION_TIME, suspected: the L0 signature (the segment's, its site's, or a burst
+    stamp over an archive published over years), with pages whose lastmod is ahead of them
+    or too few pages to say otherwise (confirmation needs the cross-run history). A
+    signature the history rules out (the cluster stood still) is left to the pages,
+    unless none of the sampled pages carries a date of its own: pages that cannot judge
+    leave a one-stamp lastmod what it looks like, a build stamp."""
+    n_ev = s.n_ev
+    if not s.signalled:
         return None
-    assert l0.cluster_centre is not None
-    age_h = (s.t_ref - l0.cluster_centre).total_seconds() / 3600
-    side = "before" if age_h >= 0 else "after"
-    l0_part = (
-        f"{_pct(l0.window_share)} of {l0.n_lastmod} lastmods fall in one "
-        f"{l0.window} window centred {abs(age_h):.1f} h {side} the server clock"
-    )
-    if n_ev < MIN_N_EV:
+    if s.ruled_out and not (s.n_sampled and n_ev == 0):
+        return None
+    if (
+        not s.ruled_out
+        and s.archive_days is None
+        and not (s.newer_lb >= OVER_REPORTING_LB or n_ev < MIN_N_EV)
+    ):
+        return None  # an archive stamp stands whatever its pages echo
+    l0_part = _cluster_words(s)
+    stamps = s.counts[PAGE_STAMP]
+    echo = f"; {stamps} carry the stamp or a date shared by most pages" if stamps else ""
+    if s.ruled_out:
         return s.verdict(
             "GENERATION_TIME",
-            f"{l0_part}, and only {n_ev} sampled pages carry evidence (< {MIN_N_EV}): "
-            "suspected from the sitemap alone, unconfirmed.",
+            f"{l0_part}; the cluster did not move on every fetch, but none of the "
+            f"{s.n_sampled} sampled pages carries a date of its own{echo}: a build stamp, "
+            "not the pages' modification times.",
             basis="L0",
             confirmed=False,
+            reason_l0=l0_part,
+        )
+    if s.archive_days is not None:
+        return s.verdict(
+            "GENERATION_TIME",
+            f"{l0_part}, but the sampled pages were published over "
+            f"{s.archive_days / 365.25:.1f} years: an archive written over years cannot have "
+            f"changed within seconds, so lastmod is a build or generation stamp, whatever the "
+            f"pages echo ({n_ev} of {s.n_sampled} sampled pages carry a date of their own"
+            f"{echo}).",
+            basis="L0+archive",
+            confirmed=False,
+            reason_l0=l0_part,
+        )
+    if n_ev < MIN_N_EV:
+        reason = (
+            f"{l0_part}: suspected from the sitemap alone, unconfirmed (no page of this "
+            f"segment was sampled: {s.unsampled})."
+            if s.unsampled
+            else f"{l0_part}, and only {n_ev} sampled pages carry evidence (< {MIN_N_EV}"
+            f"{echo}): suspected from the sitemap alone, unconfirmed."
+        )
+        return s.verdict(
+            "GENERATION_TIME",
+            reason,
+            basis="L0",
+            confirmed=False,
+            reason_l0=l0_part,
         )
     return s.verdict(
         "GENERATION_TIME",
@@ -1076,6 +1448,31 @@ def _generation_time(s: _Sample) -> Verdict | None:
         basis="L0+L1",
         confirmed=False,
         bound=_bound(LASTMOD_NEWER, s.newer, n_ev, OVER_REPORTING_LB),
+        reason_l0=l0_part,
+    )
+
+
+def _cluster_words(s: _Sample) -> str:
+    """The L0 part of a GENERATION_TIME reason: the segment's cluster, or the site's."""
+    site = s.site
+    l0 = site.l0 if site is not None else s.l0
+    assert l0.cluster_centre is not None
+    age_h = (s.t_ref - l0.cluster_centre).total_seconds() / 3600
+    side = "before" if age_h >= 0 else "after"
+    if s.archive_days is not None and site is None:
+        return (
+            f"{_pct(l0.burst_share or 0.0)} of {l0.n_lastmod} lastmods fall within "
+            f"{NEWS_BURST.seconds} seconds, {abs(age_h):.1f} h {side} the server clock"
+        )
+    where = (
+        f"{_pct(l0.window_share)} of {l0.n_lastmod} lastmods fall in one {l0.window} window "
+        f"centred {abs(age_h):.1f} h {side} the server clock"
+    )
+    if site is None:
+        return where
+    return (
+        f"{_pct(site.in_cluster)} of this segment's {s.l0.n_lastmod} lastmods lie in its "
+        f"site's cluster: across the site's {site.segments} segments, {where}"
     )
 
 
@@ -1172,9 +1569,14 @@ def _by_agreement(s: _Sample) -> Verdict:
 
 
 def _too_little_evidence(s: _Sample) -> str:
-    """UNVERIFIABLE's reason when fewer than ``MIN_N_EV`` pages carry evidence: how many
-    could not be read, and the page problems of the others."""
+    """UNVERIFIABLE's reason when fewer than ``MIN_N_EV`` pages carry evidence: why none
+    was sampled and how to verify it; else how many could not be read, how many carry a
+    stamp, and the page problems of the others."""
+    if s.unsampled:
+        return f"No page of this segment was sampled: {s.unsampled}."
     unread = f", {s.n_unread} could not be read" if s.n_unread else ""
+    if s.counts[PAGE_STAMP]:
+        unread += f", {s.counts[PAGE_STAMP]} carry a template or build stamp"
     if s.problems:
         unread += "".join(
             f", {count} {_PROBLEM_TEXT.get(name, name)}"
