@@ -5,17 +5,22 @@
 Each site in ``sites.json`` has a ``class``: the verdict its generator's lastmod deserves
 (``verdict``, optional ``accept``) and why (``reason``: the generator's template, its
 configuration in the repository, what the history shows). This script measures, per
-segment of the spider (each child sitemap of an index, else each first path component),
-over the deploys used: URLs, lastmod coverage, main-content changes, lastmod moves, moves
-that came with a change, and for a build-stamped site how far the lastmods sit from the
-deploy time. The segment's label follows from the class and that evidence:
+segment of the spider (each child sitemap of an index; in a flat sitemap, the spider's
+path groups, with the groups under 5 URLs in the root group: ``segments.py``; a page is
+counted in the segment the spider gives it at each deploy), over the deploys used: URLs,
+lastmod coverage, main-content changes, lastmod moves, moves that came with a change, and
+for a build-stamped site how far the lastmods sit from the deploy time. The segment's
+label follows from the class and that evidence (a segment that merges pages of several
+old first-path-component segments is labelled from the merged evidence, by the same
+rules; its note names the old segments and their labels when those differ):
 
 * no URL ever has a lastmod: ABSENT; some have one and some not: PARTIAL (the dated
   part's acceptable verdicts are accepted too);
-* a STALE site's segment where some change came without a lastmod move: STALE (and, as
-  bench/simweb's lenient set, GENERATION_TIME and UNVERIFIABLE); where none did (no
-  change, or every change with a move), the history cannot tell: UNVERIFIABLE, accepting
-  PROVISIONAL, STALE and GENERATION_TIME too;
+* a STALE site's segment where some change of a page with a lastmod came without a
+  lastmod move (an undated page's change does not count: it has no lastmod to move):
+  STALE (and, as bench/simweb's lenient set, GENERATION_TIME and UNVERIFIABLE); where none
+  did (no change, or every change with a move), the history cannot tell: UNVERIFIABLE,
+  accepting PROVISIONAL, STALE and GENERATION_TIME too;
 * otherwise the class's verdict and accepted list.
 """
 
@@ -33,7 +38,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.realweb import corpus, truth
+from bench.realweb import corpus, segments, truth
 
 STALE_OK = ["STALE", "GENERATION_TIME", "UNVERIFIABLE"]
 AMBIGUOUS = ["UNVERIFIABLE", "PROVISIONAL", "STALE", "GENERATION_TIME"]
@@ -52,8 +57,11 @@ def _parse(raw: str | None) -> float | None:
     return value.timestamp()
 
 
-def evidence(spec: corpus.SiteSpec, tr: truth.Truth) -> dict[str, dict[str, Any]]:
-    """Per segment: the counts over the deploys."""
+def evidence(
+    spec: corpus.SiteSpec, tr: truth.Truth, segmaps: list[dict[str, str]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per segment: the counts over the deploys. ``segmaps``: per deploy, page path -> the
+    spider's segment (``segments.per_deploy``); None: the old first path components."""
     out: dict[str, dict[str, Any]] = defaultdict(
         lambda: {
             "urls": 0,
@@ -66,13 +74,21 @@ def evidence(spec: corpus.SiteSpec, tr: truth.Truth) -> dict[str, dict[str, Any]
             "offsets_s": [],
         }
     )
-    for p in tr.pages:
-        out[tr.segments.get(p, truth.first_segment(p))]["urls"] += 1
+
+    def segment(k: int, p: str) -> str:
+        if segmaps is not None and p in segmaps[k]:
+            return segmaps[k][p]
+        return tr.segments.get(p, truth.first_segment(p))
+
+    members: dict[str, set[str]] = defaultdict(set)  # pages listed (served or not)
+    for k in range(len(tr.fingerprints)):
+        for p in tr.lastmods[k]:
+            members[segment(k, p)].add(p)
     for k in range(len(tr.fingerprints)):
         changed, moved = tr.changed(k), tr.lastmod_moved(k)
         t = spec.deploys[k].time
         for p in tr.listed(k):
-            ev = out[tr.segments.get(p, truth.first_segment(p))]
+            ev = out[segment(k, p)]
             ev["page_runs"] += 1
             raw = tr.lastmods[k].get(p)
             if raw:
@@ -83,8 +99,11 @@ def evidence(spec: corpus.SiteSpec, tr: truth.Truth) -> dict[str, dict[str, Any]
             ev["changes"] += p in changed
             ev["moves"] += p in moved
             ev["moves_with_change"] += p in changed and p in moved
-            ev["changes_without_move"] += p in changed and p not in moved
-    for ev in out.values():
+            # a page without a lastmod has none to move: its change says nothing of the
+            # dated pages' lastmods (fastpages' undated /categories/ joins the dated posts)
+            ev["changes_without_move"] += bool(raw) and p in changed and p not in moved
+    for name, ev in out.items():
+        ev["urls"] = len(members[name])
         offs = ev.pop("offsets_s")
         if offs:
             ev["deploy_minus_lastmod_s"] = {
@@ -106,7 +125,7 @@ def label(cls: dict[str, Any], ev: dict[str, Any]) -> dict[str, Any]:
     if verdict == "STALE" and ev["changes_without_move"] == 0:
         verdict, accept = "UNVERIFIABLE", AMBIGUOUS
         note = (
-            "ambiguous: no change without a lastmod move in the window"
+            "ambiguous: no change of a dated page without a lastmod move in the window"
             if ev["changes"]
             else "ambiguous: no main-content change in the window"
         )
@@ -115,6 +134,26 @@ def label(cls: dict[str, Any], ev: dict[str, Any]) -> dict[str, Any]:
         note = (note + "; " if note else "") + "some URLs without lastmod"
         return {"verdict": "PARTIAL", "accept": ["PARTIAL", *accept], "note": note}
     return {"verdict": verdict, "accept": accept, "note": note}
+
+
+def merged_note(
+    tr: truth.Truth,
+    segmaps: list[dict[str, str]],
+    seg: str,
+    old_labels: dict[str, dict[str, Any]],
+) -> str:
+    """When ``seg`` holds pages that the old rule (each first path component a segment)
+    labelled differently: which old segments, with their labels (else "")."""
+    olds: set[str] = set()
+    for k, segmap in enumerate(segmaps):
+        for p in tr.listed(k):
+            if segmap.get(p) == seg:
+                olds.add(tr.segments.get(p, truth.first_segment(p)))
+    verdicts = {old_labels[o]["verdict"] for o in olds if o in old_labels}
+    if len(verdicts) < 2:
+        return ""
+    parts = ", ".join(f"`{o}` {old_labels[o]['verdict']}" for o in sorted(olds))
+    return f"merges old segments of different labels ({parts}): labelled from the merged evidence"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,9 +170,15 @@ def main(argv: list[str] | None = None) -> int:
         tr = truth.compute(spec, roots, args.cache / spec.name / "truth.json")
         raw = by_name[spec.name]
         cls = raw["class"]
+        segmaps = segments.per_deploy(spec, roots)
+        old_labels = {seg: label(cls, ev) for seg, ev in evidence(spec, tr).items()}
         labels = {}
-        for seg, ev in sorted(evidence(spec, tr).items()):
+        for seg, ev in sorted(evidence(spec, tr, segmaps).items()):
             labels[seg] = {**label(cls, ev), "evidence": ev}
+            merged = merged_note(tr, segmaps, seg, old_labels)
+            if merged:
+                note = labels[seg]["note"]
+                labels[seg]["note"] = f"{note}; {merged}" if note else merged
         raw["labels"] = labels
         raw["evidence"] = {
             "deploys": len(roots),

@@ -35,6 +35,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.realweb import corpus, truth
+from bench.realweb import segments as segmentation
 from bench.realweb.server import ReplayServer, port_for
 
 REPO = corpus.REPO
@@ -66,6 +67,7 @@ class RunRecord:
     error: str | None = None
     items: int = 0
     refetch: dict[str, str] = field(default_factory=dict)  # path -> reason, refetch true
+    item_segments: dict[str, str] = field(default_factory=dict)  # path -> the item's segment
     reasons: dict[str, int] = field(default_factory=dict)
     segments: dict[str, dict[str, Any]] = field(default_factory=dict)
     incremental: dict[str, Any] = field(default_factory=dict)
@@ -147,6 +149,9 @@ def read_outputs(record: RunRecord, run_dir: Path) -> None:
                 if "url" not in item:
                     continue
                 record.items += 1
+                if item.get("segment") is not None:
+                    path = urlsplit(item["url"]).path or "/"
+                    record.item_segments.setdefault(path, str(item["segment"]))
                 if item.get("refetch") is None:
                     continue
                 reasons[str(item.get("refetch_reason"))] += 1
@@ -311,6 +316,23 @@ def score_fetches(tr: truth.Truth, records: list[RunRecord]) -> dict[str, Any]:
     }
 
 
+def segment_mismatches(segmaps: list[dict[str, str]], records: list[RunRecord]) -> dict[str, Any]:
+    """The labels' segments (``segments.py``) against the spider's items, per listed page
+    and run: a check that the labels are keyed as the spider names its segments."""
+    count, checked, samples = 0, 0, []
+    for k, rec in enumerate(records):
+        for path, expected in segmaps[k].items():
+            got = rec.item_segments.get(path)
+            if got is None:
+                continue
+            checked += 1
+            if got != expected:
+                count += 1
+                if len(samples) < 10:
+                    samples.append({"run": k, "path": path, "label": expected, "spider": got})
+    return {"checked": checked, "mismatches": count, "samples": samples}
+
+
 # --------------------------------------------------------------------------------------
 # One site
 # --------------------------------------------------------------------------------------
@@ -321,6 +343,7 @@ def bench_site(spec: corpus.SiteSpec, args: argparse.Namespace, workdir: Path) -
     corpus.prepare([spec], args.mirror_root, args.cache, limit=n)
     roots = [corpus.deploy_dir(args.cache, spec, k) for k in range(n)]
     tr = truth.compute(spec, roots, args.cache / spec.name / "truth.json")
+    segmaps = segmentation.per_deploy(spec, roots)
     site_dir = workdir / spec.name
     state = site_dir / "state.sqlite"
     result: dict[str, Any] = {
@@ -413,6 +436,7 @@ def bench_site(spec: corpus.SiteSpec, args: argparse.Namespace, workdir: Path) -
         for r in records
     ]
     result["failed_runs"] = [r.deploy for r in records if r.error]
+    result["segment_mismatches"] = segment_mismatches(segmaps, records)
     return result
 
 
@@ -454,6 +478,12 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         "snapshot_right": sum(1 for v in snaps if v["right"]),
         "snapshot_segments": len(snaps),
         "failed_runs": sum(len(r["failed_runs"]) for r in results),
+        "segment_checked": sum(
+            (r.get("segment_mismatches") or {}).get("checked", 0) for r in results
+        ),
+        "segment_mismatches": sum(
+            (r.get("segment_mismatches") or {}).get("mismatches", 0) for r in results
+        ),
     }
 
 
@@ -481,6 +511,8 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"* one-snapshot check (newest deploy, default settings, no state): "
         f"{s['snapshot_right']} of {s['snapshot_segments']} segments as labelled",
         f"* failed runs: {s['failed_runs']}",
+        f"* labels keyed as the spider's segments: {s.get('segment_mismatches', 0)} of "
+        f"{s.get('segment_checked', 0)} item segments (page-runs) differ from `segments.py`",
         "",
     ]
     if s["unlabelled_segments"]:

@@ -127,17 +127,23 @@ def _xml(data: bytes) -> Any:
 
 
 def first_segment(path: str) -> str:
-    """The spider's segment of a URL in a top-level sitemap: its first path component."""
+    """The segment the spider gave a URL of a top-level sitemap before the flat-sitemap
+    grouping (its first path component); kept for ``truth.json``'s ``segments`` and for
+    ``labels.py``'s note on merged segments. The segments scored are ``segments.py``'s."""
     end = path.find("/", 1)
     return "/" if end < 0 else path[: end + 1]
 
 
 def sitemap_urls(
-    spec: SiteSpec, root: Path, segments: dict[str, str] | None = None
+    spec: SiteSpec,
+    root: Path,
+    segments: dict[str, str] | None = None,
+    files: list[tuple[str, int, list[str]]] | None = None,
 ) -> dict[str, str | None]:
     """Page path -> raw lastmod, from the deploy's sitemaps (indexes followed); fills
-    ``segments`` (page path -> the spider's segment: the child sitemap's path for a page of
-    an index's child, else the first path component)."""
+    ``segments`` (page path -> the child sitemap's path for a page of an index's child,
+    else the first path component) and ``files`` (per sitemap file read, in order: its
+    path, its depth and the URLs (path and query) of the pages it lists first)."""
     out: dict[str, str | None] = {}
     todo = [(spec.mount + s, 0) for s in spec.sitemaps]
     seen: set[str] = set()
@@ -153,6 +159,9 @@ def sitemap_urls(
         if tree is None:
             continue
         kind = etree.QName(tree).localname
+        listed: list[str] = []
+        if files is not None:
+            files.append((path, depth, listed))
         for entry in tree:
             if not isinstance(entry.tag, str):
                 continue
@@ -167,11 +176,13 @@ def sitemap_urls(
                     lastmod = (child.text or "").strip()
             if not loc:
                 continue
-            p = urlsplit(loc).path or "/"
+            parts = urlsplit(loc)
+            p = parts.path or "/"
             if kind == "sitemapindex":
                 todo.append((p, depth + 1))
             elif p not in out:
                 out[p] = lastmod
+                listed.append(p + (f"?{parts.query}" if parts.query else ""))
                 if segments is not None:
                     segments[p] = path if depth else first_segment(p)
     return out
