@@ -524,13 +524,14 @@ LOG_STAT = re.compile(
 
 
 def count_lines(path: str) -> int:
-    """URL rows of a JSON Lines feed: every line but sitemapcrawl's closing site report."""
+    """URL rows of a JSON Lines feed: every line but sitemapcrawl's closing site report
+    (460 KB at 10,000,000 URLs in 200 children: the last 16 MiB are kept to find it)."""
     n = 0
     last = b""
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
             n += chunk.count(b"\n")
-            last = (last + chunk)[-(1 << 16) :]
+            last = (last + chunk)[-(1 << 24) :]
     lines = last.rstrip(b"\n").rsplit(b"\n", 1)
     if (
         lines
