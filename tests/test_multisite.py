@@ -226,8 +226,7 @@ async def test_each_site_gets_its_own_report(
     assert sampled == {
         "sitemapcrawl/sample/requested_count": 2,
         "sitemapcrawl/sample/fetched_count": 2,
-        "sitemapcrawl/sample/escalated_count": 0,
-        "sitemapcrawl/sample/escalated_segment_count": 2,
+        "sitemapcrawl/sample/escalation_over_budget_count": 2,
     }
     assert sum(outcomes.values()) == 2
     assert stats["sitemapcrawl/urls/found_count"] == 4

@@ -346,6 +346,9 @@ class PageSamplingPipeline:
         requests = []
         for name, (record, more) in sorted(wanted.items()):
             chosen = more[: budgets[name]]
+            if not chosen:  # undecided, but its site's budget is spent
+                self._inc(record.site, _P + "escalation_over_budget_count")
+                continue
             requests += [self.fetcher.sample_request(record, sampled) for sampled in chosen]
             self._inc(record.site, _P + "escalated_segment_count")
             self._inc(record.site, _P + "escalated_count", len(chosen))
