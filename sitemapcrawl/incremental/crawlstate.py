@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sitemapcrawl.incremental.decisions import RefetchDecisions
 from sitemapcrawl.incremental.judgement import GENERATION_CONFIRM, SegmentJudgement
 from sitemapcrawl.incremental.pages import PageObservations
-from sitemapcrawl.incremental.schema import RUN_BUSY_TIMEOUT, SiteLock, is_locked
+from sitemapcrawl.incremental.schema import RUN_BUSY_TIMEOUT, SiteLock, is_locked, writer_waited
 from sitemapcrawl.incremental.segmentrun import SegmentRun, audits, utc
 from sitemapcrawl.incremental.sitemapfiles import SitemapFiles
 from sitemapcrawl.incremental.store import StateError, StateLocked, StateStore
@@ -153,19 +153,14 @@ class CrawlState:
             raise
         try:
             state = cls(store, origin, since=since, pages=pages, settings=settings)
-        except sqlite3.OperationalError as exc:
+        except BaseException as exc:
             store.close()
             lock.release()
-            if is_locked(exc):
-                raise StateLocked(
-                    f"{path}: another crawl is writing to the state file and held it for "
-                    f"more than {wait:g} s"
-                ) from exc
+            if not isinstance(exc, sqlite3.OperationalError):
+                raise
+            if is_locked(exc):  # beginning the run waited for another crawl's write
+                raise writer_waited(path, wait) from exc
             raise StateError(f"{path}: the state file cannot be used ({exc})") from exc
-        except BaseException:
-            store.close()
-            lock.release()
-            raise
         state.lock = lock
         store.set_wait(RUN_BUSY_TIMEOUT)
         if store.upgraded_from is not None:

@@ -32,6 +32,7 @@ __all__ = [
     "check_header",
     "is_locked",
     "open_database",
+    "writer_waited",
 ]
 
 APPLICATION_ID = 0x534D4350  # "SMCP"
@@ -269,10 +270,7 @@ def open_database(
     except sqlite3.OperationalError as exc:
         db.close()
         if is_locked(exc):
-            raise StateLocked(
-                f"{path}: another crawl is writing to the state file and held it for more "
-                f"than {wait:g} s"
-            ) from exc
+            raise writer_waited(path, wait) from exc
         raise StateError(f"{path}: the state file is damaged or not SQLite ({exc})") from exc
     except sqlite3.DatabaseError as exc:
         db.close()
@@ -281,6 +279,13 @@ def open_database(
         db.close()
         raise
     return db, version, upgraded_from
+
+
+def writer_waited(path: Path, wait: float) -> StateLocked:
+    """The error for another connection's write lock held past ``wait`` seconds."""
+    return StateLocked(
+        f"{path}: another crawl is writing to the state file and held it for more than {wait:g} s"
+    )
 
 
 def is_locked(exc: sqlite3.Error) -> bool:
