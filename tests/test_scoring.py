@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -1236,6 +1237,30 @@ def test_a_segment_outside_its_site_stamp_keeps_its_own_verdict() -> None:
     assert (view.stamped, view.burst) == (False, False)
     verdict = static_verdict(l0_of(honest(25)), outcomes(AGREE=25), T_REF, site=view)
     assert verdict.name == "PROVISIONAL"
+
+
+def test_pages_that_agree_in_a_sitemap_whose_build_stamps_other_groups_are_unverifiable() -> None:
+    """Hexo: one sitemap file, its tag and category pages stamped with the build day, its
+    posts dated from front matter or file times that the pages print too. The agreement
+    is the same value printed twice; the cross-run audit decides."""
+    at = T_REF - timedelta(hours=2)
+    view = site_view(honest(25), [stamped(25, at)])
+    echo = replace(view, build_stamped=("/categories/", "/tags/"))
+    verdict = static_verdict(l0_of(honest(25)), outcomes(AGREE=25), T_REF, site=echo)
+    assert (verdict.name, verdict.reason) == (
+        "UNVERIFIABLE",
+        "25 of 25 sampled pages agree (Wilson lower bound 0.87 >= 0.80), but the sitemap "
+        "that dates them stamps /categories/, /tags/ with the build time: a static build "
+        "prints a page's date and its lastmod from one value, so their agreement cannot "
+        "show that edits move the lastmod; the cross-run audit decides.",
+    )
+    assert verdict.evidence["static_build"] == ["/categories/", "/tags/"]
+    assert verdict.evidence["site"]["build_stamped"] == ["/categories/", "/tags/"]
+    # pages that disagree are judged as before: the echo only withholds PROVISIONAL
+    stale = static_verdict(
+        l0_of(honest(25)), outcomes(AGREE=15, LASTMOD_OLDER=10), T_REF, site=echo
+    )
+    assert stale.name == "STALE"
 
 
 @pytest.mark.parametrize(

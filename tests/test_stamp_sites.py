@@ -395,3 +395,78 @@ async def test_a_related_posts_box_drawn_anew_on_every_render_is_not_a_change(
     assert moved == [2, 11, 23]
     l2 = second["cross_run"]["l2"]
     assert {k: l2[k] for k in ("tp", "fp", "fn", "tn")} == {"tp": 3, "fp": 0, "fn": 0, "tn": 27}
+
+
+# --------------------------------------------------------------------------------------
+# A static build whose sitemap stamps its list pages and dates its posts (Hexo)
+# --------------------------------------------------------------------------------------
+
+
+def hexo_site(root: Path, built: dt.datetime, *, stamp_tags: bool, one_file: bool) -> None:
+    """Hexo's shape: 25 posts whose sitemap lastmod is the day of their ``updated`` value
+    (front matter or the source file's time) and whose ``article:modified_time`` prints
+    the same value to the millisecond; 12 tag pages dated with the build day
+    (``stamp_tags``, else without a lastmod). ``one_file``: one flat ``sitemap.xml``, as
+    Hexo writes it (else an index with a child per group, each written apart)."""
+    posts = []
+    for i in range(25):
+        updated = built - dt.timedelta(days=17 * i + 3, hours=i % 5, minutes=7 * i)
+        head = meta("article:modified_time", updated.strftime("%Y-%m-%dT%H:%M:%S.251Z"))
+        head += meta("article:published_time", iso(updated - dt.timedelta(days=30)))
+        posts.append(Page(f"/posts/p{i}/", updated.date().isoformat(), head))
+    day = built.date().isoformat() if stamp_tags else None
+    tags = [Page(f"/tags/t{i}/", day) for i in range(12)]
+    if not one_file:
+        build(root, {"posts": posts, "tags": tags})
+        return
+    rows = []
+    for page in posts + tags:
+        lastmod = f"<lastmod>{page.lastmod}</lastmod>" if page.lastmod is not None else ""
+        rows.append(f"<url><loc>{{base}}{page.path}</loc>{lastmod}</url>")
+        write(root / page.path.strip("/") / "index.html", html(page))
+    write(root / "sitemap.xml", f"<urlset {NS}>{''.join(rows)}</urlset>")
+    write(root / "robots.txt", "User-agent: *\nSitemap: {base}/sitemap.xml\n")
+
+
+@pytest.mark.parametrize(
+    ("stamp_tags", "one_file", "posts_verdict"),
+    [(True, True, "UNVERIFIABLE"), (False, True, "PROVISIONAL"), (True, False, "PROVISIONAL")],
+    ids=["hexo-one-file", "no-build-stamp", "stamped-file-apart"],
+)
+@deferred_f_from_coro_f
+async def test_page_dates_that_restate_a_static_builds_lastmod_are_no_agreement(
+    tmp_path: Path, stamp_tags: bool, one_file: bool, posts_verdict: str
+) -> None:
+    """The posts' pages agree with their lastmods 25 of 25, because one build printed both
+    from one value: that cannot show that an edit moves the lastmod (hexo-lianbian in
+    bench/realweb: PROVISIONAL for 13 runs, STALE at the first edit that did not move it).
+    The sitemap file that dates the posts stamps the tag pages with the build day, which
+    shows the build: the posts are UNVERIFIABLE until the cross-run audit decides. Without
+    the stamp, or with the stamped group in a file of its own (written apart, as a CMS and
+    a docs build behind one index are), the agreement counts: PROVISIONAL."""
+    root = tmp_path / "site"
+    hexo_site(root, now(), stamp_tags=stamp_tags, one_file=one_file)
+    with MockServer(root=root) as server:
+        _, report, _ = await crawl_with_report(origin=server.base, sample="on", links="off")
+    assert report is not None
+    segments = {s["segment"].removeprefix(server.base): s for s in report["segments"]}
+    names = ("/posts/", "/tags/") if one_file else ("/sitemaps/posts.xml", "/sitemaps/tags.xml")
+    posts, tags = (segments[name] for name in names)
+    assert len(segments) == 2
+    assert (posts["urls"], len(posts["samples"]), tags["urls"]) == (25, 25, 12)
+    assert (posts["verdict"], tags["verdict"]) == (
+        posts_verdict,
+        "GENERATION_TIME" if stamp_tags else "ABSENT",
+    )
+    assert evidence(posts, "n_ev", "counts") == {"n_ev": 25, "counts": {"AGREE": 25}}
+    agree = "25 of 25 sampled pages agree (Wilson lower bound 0.87 >= 0.80)"
+    if posts_verdict == "PROVISIONAL":
+        assert posts["reason"] == f"{agree}."
+        assert "static_build" not in posts["evidence"]
+        return
+    assert posts["reason"] == (
+        f"{agree}, but the sitemap that dates them stamps {names[1]} with the build time: a "
+        "static build prints a page's date and its lastmod from one value, so their "
+        "agreement cannot show that edits move the lastmod; the cross-run audit decides."
+    )
+    assert posts["evidence"]["static_build"] == [names[1]]

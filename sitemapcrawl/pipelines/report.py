@@ -103,16 +103,20 @@ def judge(
     return l0, outcomes, problems, verdict
 
 
-#: Per crawl and site root: the site's L0 metrics, their signals, its segment count.
-_SITE_L0: WeakKeyDictionary[CrawlContext, dict[str, tuple[SegmentL0, tuple[str, ...], int]]] = (
-    WeakKeyDictionary()
-)
+#: Per crawl and site root: the site's L0 metrics, their signals, its segment count, and
+#: its segments whose own lastmods are a build stamp, with their sitemap files.
+_Built = tuple[tuple[str, frozenset[str]], ...]
+_SITE_L0: WeakKeyDictionary[
+    CrawlContext, dict[str, tuple[SegmentL0, tuple[str, ...], int, _Built]]
+] = WeakKeyDictionary()
 
 
 def site_view(context: CrawlContext, record: SegmentRecord) -> SiteView:
     """The L0 test over the whole site of ``record`` (every segment but news ones, computed
-    once discovery is over), and the share of ``record``'s lastmods in the site's cluster
-    (docs/verification.md, "L0 over the whole site")."""
+    once discovery is over), the share of ``record``'s lastmods in the site's cluster
+    (docs/verification.md, "L0 over the whole site"), and the segments whose own lastmods
+    are a build stamp and that share a sitemap file with ``record`` ("Static builds": the
+    file that stamps them is the same build's as the one that dates ``record``'s URLs)."""
     by_site = _SITE_L0.setdefault(context, {})
     found = by_site.get(record.site)
     if found is None:
@@ -126,12 +130,25 @@ def site_view(context: CrawlContext, record: SegmentRecord) -> SiteView:
         ]
         merged = SegmentL0Accumulator.merged(r.accumulator for r in records)
         l0 = merged.result(t_ref, generation_times=sorted(set(moments)))
-        found = by_site[record.site] = (l0, tuple(l0_signals(l0, t_ref)), len(records))
-    l0, signals, segments = found
+        built = tuple(
+            sorted(
+                (r.name, frozenset(r.sitemaps))
+                for r in records
+                if "generation_time_suspected"
+                in l0_signals(r.l0(context.started), r.t_ref or context.started)
+            )
+        )
+        found = by_site[record.site] = (l0, tuple(l0_signals(l0, t_ref)), len(records), built)
+    l0, signals, segments, built = found
     inside = 0.0
     if l0.cluster_start is not None and l0.cluster_end is not None:
         inside = record.accumulator.share_within((l0.cluster_start, l0.cluster_end))
-    return SiteView(l0, signals, inside, segments)
+    others = tuple(
+        name
+        for name, files in built
+        if name != record.name and not files.isdisjoint(record.sitemaps)
+    )
+    return SiteView(l0, signals, inside, segments, others)
 
 
 #: The evidence outcomes a page's own date (or its Last-Modified) was judged on.

@@ -835,6 +835,11 @@ class SiteView:
     signals: tuple[str, ...]
     in_cluster: float
     segments: int
+    #: The site's other segments that share a sitemap file with this one and whose own
+    #: lastmods are a build stamp (their own L0 says generation time): the file is a
+    #: static build's, which prints a page's date and its lastmod from one value
+    #: (docs/verification.md, "Static builds").
+    build_stamped: tuple[str, ...] = ()
 
     @property
     def stamped(self) -> bool:
@@ -868,6 +873,7 @@ class SiteView:
             ),
             "signals": list(self.signals),
             "in_cluster": round(self.in_cluster, 4),
+            **({"build_stamped": list(self.build_stamped)} if self.build_stamped else {}),
         }
 
 
@@ -1233,6 +1239,7 @@ class _Sample:
     site: SiteView | None  # the whole site, when its cluster is what signals
     archive_days: float | None  # a burst stamp over pages published over this many days
     unsampled: str | None  # why no page was sampled
+    build_stamped: tuple[str, ...] = ()  # the site's other segments stamped by its build
 
     @classmethod
     def of(
@@ -1320,6 +1327,7 @@ class _Sample:
             site=by_site,
             archive_days=archive,
             unsampled=unsampled if not outcomes else None,
+            build_stamped=site.build_stamped if site is not None else (),
         )
 
     def verdict(self, name: str, reason: str, **extra: Any) -> Verdict:
@@ -1526,7 +1534,11 @@ def _by_agreement(s: _Sample) -> Verdict:
         else ""
     )
     extra: dict[str, Any] = {}
-    if n_ev >= MIN_N_EV and lo >= PROVISIONAL_LB:
+    if n_ev >= MIN_N_EV and lo >= PROVISIONAL_LB and s.build_stamped:
+        name = "UNVERIFIABLE"
+        reason = _build_echo(s, agreeing, n_ev, corrected, lo)
+        extra = {"static_build": list(s.build_stamped)}
+    elif n_ev >= MIN_N_EV and lo >= PROVISIONAL_LB:
         name = "PROVISIONAL"
         reason = (
             f"{agreeing} of {n_ev} sampled pages agree{corrected} "
@@ -1566,6 +1578,23 @@ def _by_agreement(s: _Sample) -> Verdict:
     # TRUSTED needs the cross-run recall bound: it is promoted from PROVISIONAL there,
     # never from a single fetch.
     return s.verdict(name, reason, bound=bound, **extra)
+
+
+def _build_echo(s: _Sample, agreeing: int, n_ev: int, corrected: str, lo: float) -> str:
+    """UNVERIFIABLE's reason when the pages agree on a site built as a whole: its build
+    stamps other segments' lastmods, so the same build printed each page's date and its
+    lastmod from one value (front matter, a file time), and their agreement cannot show
+    that an edit moves the lastmod; only the cross-run audit can."""
+    named = ", ".join(s.build_stamped[:3]) + (
+        f" and {len(s.build_stamped) - 3} more" if len(s.build_stamped) > 3 else ""
+    )
+    return (
+        f"{agreeing} of {n_ev} sampled pages agree{corrected} (Wilson lower bound "
+        f"{lo:.2f} >= {PROVISIONAL_LB:.2f}), but the sitemap that dates them stamps "
+        f"{named} with the build time: a static build prints a page's date and its "
+        "lastmod from one value, so their agreement cannot show that edits move the "
+        "lastmod; the cross-run audit decides."
+    )
 
 
 def _too_little_evidence(s: _Sample) -> str:
