@@ -21,6 +21,13 @@ rules; its note names the old segments and their labels when those differ):
   STALE (and, as bench/simweb's lenient set, GENERATION_TIME and UNVERIFIABLE); where none
   did (no change, or every change with a move), the history cannot tell: UNVERIFIABLE,
   accepting PROVISIONAL, STALE and GENERATION_TIME too;
+* a TRUSTED (honest) site's segment, from its evidence: no main-content change in the
+  window → PROVISIONAL (accepting TRUSTED and UNVERIFIABLE: nothing refutes the dates,
+  nothing shows recall); over ``HONEST_MISS_MAX`` (10 %) of its changes came without a
+  lastmod move (a template or list change no source file's date follows) → STALE (and the
+  lenient set); else TRUSTED, also accepting OVER_REPORTING when at least ``OVER_SHARE``
+  (30 %) of its lastmod moves came without a change (list pages dated by their newest
+  member);
 * otherwise the class's verdict and accepted list.
 """
 
@@ -41,6 +48,12 @@ if __package__ in (None, ""):
 from bench.realweb import corpus, segments, truth
 
 STALE_OK = ["STALE", "GENERATION_TIME", "UNVERIFIABLE"]
+#: An honest (TRUSTED) class's segment whose lastmod missed more than this share of its
+#: main-content changes is labelled STALE (the spider's STALE bar, STALE_LB, is 0.10 too).
+HONEST_MISS_MAX = 0.10
+#: ... and one where at least this share of its lastmod moves came without a change also
+#: accepts OVER_REPORTING (the spider's OVER_REPORTING_LB is 0.3).
+OVER_SHARE = 0.30
 AMBIGUOUS = ["UNVERIFIABLE", "PROVISIONAL", "STALE", "GENERATION_TIME"]
 
 
@@ -122,6 +135,8 @@ def label(cls: dict[str, Any], ev: dict[str, Any]) -> dict[str, Any]:
     note = ""
     if ev["dated_page_runs"] == 0:
         return {"verdict": "ABSENT", "accept": ["ABSENT"], "note": "no URL has a lastmod"}
+    if verdict == "TRUSTED":
+        verdict, accept, note = _honest(ev, accept)
     if verdict == "STALE" and ev["changes_without_move"] == 0:
         verdict, accept = "UNVERIFIABLE", AMBIGUOUS
         note = (
@@ -134,6 +149,37 @@ def label(cls: dict[str, Any], ev: dict[str, Any]) -> dict[str, Any]:
         note = (note + "; " if note else "") + "some URLs without lastmod"
         return {"verdict": "PARTIAL", "accept": ["PARTIAL", *accept], "note": note}
     return {"verdict": verdict, "accept": accept, "note": note}
+
+
+def _honest(ev: dict[str, Any], accept: list[str]) -> tuple[str, list[str], str]:
+    """A TRUSTED (honest) class's segment, from its measured evidence: no change to catch
+    → PROVISIONAL (as hugo-iris: nothing refutes the dates, nothing shows recall); its
+    lastmod missed over ``HONEST_MISS_MAX`` of its changes (a template or list change that
+    no content file's date follows) → STALE; else TRUSTED, also accepting OVER_REPORTING
+    when at least ``OVER_SHARE`` of its moves came without a change."""
+    changes, missed = ev["changes"], ev["changes_without_move"]
+    moves, over = ev["moves"], ev["moves"] - ev["moves_with_change"]
+    if changes == 0:
+        return (
+            "PROVISIONAL",
+            ["PROVISIONAL", "TRUSTED", "UNVERIFIABLE"],
+            "no main-content change in the window: the dates cannot be refuted nor recall shown",
+        )
+    if missed > HONEST_MISS_MAX * changes:
+        return (
+            "STALE",
+            STALE_OK,
+            f"the honest class's lastmod missed {missed} of the segment's {changes} changes "
+            "(pages whose content changed without their own source file changing)",
+        )
+    if moves and over >= OVER_SHARE * moves:
+        return (
+            "TRUSTED",
+            [*accept, "OVER_REPORTING"] if "OVER_REPORTING" not in accept else accept,
+            f"{over} of {moves} lastmod moves came without a main-content change "
+            "(list pages dated by their newest member)",
+        )
+    return "TRUSTED", accept, ""
 
 
 def merged_note(
