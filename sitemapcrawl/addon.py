@@ -117,9 +117,13 @@ DEFAULTS: dict[str, Any] = {
     # Incremental runs (argument since=ISO|last; pages=refetch fetches what is marked)
     "SITEMAPCRAWL_INCREMENTAL_THETA": 0.3,  # refetch when P(changed) >= this (untrusted)
     "SITEMAPCRAWL_INCREMENTAL_MAX_AGE_DAYS": 30.0,  # refetch at least this often
+    "SITEMAPCRAWL_INCREMENTAL_MAX_AGE_TRUSTED_DAYS": 365.0,  # … in a TRUSTED segment
     "SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED": 0.03,  # audit share of unchanged URLs
     "SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL": 0.08,
     "SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN": 5,  # audited URLs per TRUSTED segment and run
+    "SITEMAPCRAWL_INCREMENTAL_PROBE_MIN": 5,  # random pages per untrusted segment and run
+    "SITEMAPCRAWL_INCREMENTAL_WAVE_ALPHA": 0.01,  # a wave: P(the changes | the rates) <= this
+    "SITEMAPCRAWL_INCREMENTAL_WAVE_MAX": 1000,  # pages a wave refetches per segment and run
     "SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT": 200,  # a PROVISIONAL segment's first audit
     "SITEMAPCRAWL_INCREMENTAL_PAGE_DATES": True,  # change rates from verified page dates
     "SITEMAPCRAWL_CONDITIONAL_PAGES": True,  # refetch with verified ETag/Last-Modified

@@ -196,7 +196,29 @@ def run_decide(**over: object) -> Decision:
         ({"draw": 0.01}, (True, "audit")),
         ({"draw": 0.05}, (False, "lastmod_unchanged")),  # 3 % audit for TRUSTED
         ({"draw": 0.05, "verdict": "PROVISIONAL"}, (True, "audit")),  # 8 %
-        ({"last_refetch": NOW - timedelta(days=40), "last_fetch": None}, (True, "max_age")),
+        (
+            {
+                "verdict": "PROVISIONAL",
+                "last_refetch": NOW - timedelta(days=40),
+                "last_fetch": None,
+            },
+            (True, "max_age"),
+        ),
+        # a TRUSTED segment's safety net is a year (its audit measures the misses)
+        (
+            {"last_refetch": NOW - timedelta(days=40), "last_fetch": None},
+            (False, "lastmod_unchanged"),
+        ),
+        ({"last_refetch": NOW - timedelta(days=400), "last_fetch": None}, (True, "max_age")),
+        # the very timestamp seen before the cut, 20 minutes before it: no move (its ± τ
+        # interval would reach past the cut)
+        (
+            {
+                "lastmod": parse_lastmod("2026-11-29T11:40:00Z"),
+                "previous_raw": "2026-11-29T11:40:00Z",
+            },
+            (False, "lastmod_unchanged"),
+        ),
         ({"lastmod": None, "last_fetch": None}, (True, "undated")),
         ({"verdict": "GENERATION_TIME", "last_fetch": None}, (True, "no_history")),
         ({"verdict": "GENERATION_TIME"}, (True, "no_history")),  # fetched once: no interval

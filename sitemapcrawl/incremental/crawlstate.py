@@ -25,7 +25,7 @@ from sitemapcrawl.incremental.segmentrun import SegmentRun, audits, utc
 from sitemapcrawl.incremental.sitemapfiles import SitemapFiles
 from sitemapcrawl.incremental.store import StateError, StateLocked, StateStore
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
-from sitemapcrawl.verify.schedule import Decision, Policy, delta_l
+from sitemapcrawl.verify.schedule import Decision, Policy, audit_draw, delta_l, wave
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -94,10 +94,16 @@ class CrawlState:
         self.policy = Policy(
             theta=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_THETA"),
             max_age=dt.timedelta(days=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_MAX_AGE_DAYS")),
+            max_age_trusted=dt.timedelta(
+                days=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_MAX_AGE_TRUSTED_DAYS")
+            ),
             audit_trusted=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED"),
             audit_provisional=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL"),
             audit_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN"),
             page_dates=settings.getbool("SITEMAPCRAWL_INCREMENTAL_PAGE_DATES"),
+            probe_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_PROBE_MIN"),
+            wave_alpha=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_WAVE_ALPHA"),
+            wave_max=settings.getint("SITEMAPCRAWL_INCREMENTAL_WAVE_MAX"),
         )
         self.conditional_pages = settings.getbool("SITEMAPCRAWL_CONDITIONAL_PAGES")
         self.seed = str(settings.get("SITEMAPCRAWL_SAMPLE_SEED"))
@@ -329,6 +335,28 @@ class CrawlState:
             if url not in exclude:
                 yield url, segment, reason
 
+    def waves(self, fetched: set[str]) -> Iterator[tuple[str, str, str]]:
+        """The pages of this run's waves (``pages=refetch``): in each untrusted segment
+        whose fetched pages changed far more than their rates predicted
+        (``verify.schedule.wave``), its URLs of this run not fetched yet, at most
+        ``Policy.wave_max`` (those first in the seeded draw). Counted in the segment's
+        ``wave`` summary."""
+        policy = self.policy
+        for segment, seg in sorted(self.by_segment.items()):
+            if seg.wave_fetched or not wave(seg.wave_expected, seg.wave_changed, policy.wave_alpha):
+                continue
+            rest = [
+                url
+                for url in self.store.segment_urls(self.origin, segment, self.run_id)
+                if url not in fetched
+            ]
+            if len(rest) > policy.wave_max:
+                rest.sort(key=lambda url: audit_draw(self.seed, self.run_id, url))
+                rest = rest[: policy.wave_max]
+            seg.wave_fetched = len(rest) or -1  # -1: a wave with nothing left to fetch
+            for url in rest:
+                yield url, segment, "wave"
+
     def shift(self, segment: str) -> float | None:
         """A TZ_SHIFT segment's offset in seconds (lastmod minus the truth), else None."""
         standing = self.segments.get(segment)
@@ -386,6 +414,13 @@ class CrawlState:
             share = self.decisions.audit_shares.get(name)
             if share is not None:  # the share of its unchanged URLs audited (TRUSTED: by need)
                 segments[name]["audit_share"] = round(share, 4)
+            if seg.wave_pages:  # pages fetched with what their rates predicted, and the wave
+                segments[name]["wave"] = {
+                    "pages": seg.wave_pages,
+                    "changed": seg.wave_changed,
+                    "expected": round(seg.wave_expected, 3),
+                    "refetched": max(seg.wave_fetched, 0),
+                }
         cut = self.cut(self.server_now or self.started)
         return {
             "since": (

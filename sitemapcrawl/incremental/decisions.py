@@ -5,8 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.incremental.segmentrun import audits, captured, utc
-from sitemapcrawl.verify.crossrun import DECAY
-from sitemapcrawl.verify.schedule import Decision, audit_draw, decide, trusted_audit_share
+from sitemapcrawl.verify.crossrun import DECAY, TRUSTING
+from sitemapcrawl.verify.schedule import (
+    Decision,
+    audit_draw,
+    change_probability,
+    change_rate,
+    decide,
+    trusted_audit_share,
+)
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -28,6 +35,7 @@ class RefetchDecisions:
         self._page_priors: dict[str, tuple[int, float]] = {}
         #: the audit share of each segment that has its own (TRUSTED: by need)
         self.audit_shares: dict[str, float] = {}
+        self._probe_shares: dict[str, float | None] = {}
 
     def decide(
         self,
@@ -41,11 +49,7 @@ class RefetchDecisions:
         verdict = standing.verdict if standing is not None else None
         if cut is None:  # since=last and no previous run: all new
             return Decision(True, "new")
-        prior = self._priors.get(item.segment)
-        if prior is None:
-            prior = self._priors[item.segment] = self._run.store.segment_rate(
-                self._run.origin, item.segment
-            )
+        prior = self._prior(item.segment)
         return decide(
             verdict=verdict,
             subset_trusted=bool(standing and standing.counts.get("subset_trusted")),
@@ -66,7 +70,52 @@ class RefetchDecisions:
             audit_share=self._audit_share(item.segment, standing),
             utc_offset=self._run.utc_offset(item.segment),
             page_history=self._page_history(item.segment, standing, prev),
+            probe_share=self._probe_share(item.segment, standing),
         )
+
+    def _prior(self, segment: str) -> tuple[int, float]:
+        """The segment's pooled change-rate prior (cached)."""
+        prior = self._priors.get(segment)
+        if prior is None:
+            prior = self._priors[segment] = self._run.store.segment_rate(self._run.origin, segment)
+        return prior
+
+    def untrusted(self, segment: str) -> bool:
+        """Whether the segment's lastmod is not used on this run: its URLs follow their
+        change rates (a PARTIAL segment whose dated subset passed, or a TZ_SHIFT one used
+        corrected, is used)."""
+        standing = self._run.segments.get(segment)
+        if standing is None:
+            return True
+        verdict = standing.verdict
+        return not (
+            verdict in TRUSTING
+            or verdict == "TZ_SHIFT"
+            or (verdict == "PARTIAL" and standing.counts.get("subset_trusted"))
+        )
+
+    def change_probability(self, segment: str, prev: UrlState, seconds: float) -> float:
+        """P(the page changed) over ``seconds`` since our previous fetch (``prev``), by
+        the rate its decision used: its page-date history where the segment's page dates
+        are verified, else its fetch intervals, the segment as prior."""
+        standing = self._run.segments.get(segment)
+        intervals, prior = prev.intervals, self._prior(segment)
+        history = self._page_history(segment, standing, prev)
+        if history is not None and history[0] and self._run.policy.page_dates:
+            intervals, prior = history
+        rate = change_rate(intervals, prior[0], prior[1], self._run.policy)
+        return change_probability(rate, seconds)
+
+    def _probe_share(self, segment: str, standing: SegmentState | None) -> float | None:
+        """An untrusted segment's probe share (``Policy.probe_min`` of its URLs) when the
+        crawl fetches the pages itself; None otherwise. Cached."""
+        if segment not in self._probe_shares:
+            share = None
+            if self._run.pages and self._run.policy.probe_min > 0 and self.untrusted(segment):
+                known = self._run.store.segment_size(self._run.origin, segment)
+                share = min(1.0, self._run.policy.probe_min / max(known, 1))
+            self._probe_shares[segment] = share
+        return self._probe_shares[segment]
 
     def _page_history(
         self, segment: str, standing: SegmentState | None, prev: UrlState | None

@@ -28,9 +28,16 @@ __all__ = ["RANDOM_REASONS", "PageObservations"]
 #: Page fetches chosen independently of how the page changes: they estimate the miss rate
 #: (docs/verification.md, "Audit"). The sample, the panel and the audit are drawn at
 #: random; ``no_history`` is every URL of an untrusted segment fetched once so far (on a
-#: second run, the whole segment: a census, the best audit there is). ``poisson`` is
-#: not: it picks the pages that change most, and would overstate the misses.
-RANDOM_REASONS = frozenset({"sample", "panel", "audit", "no_history"})
+#: second run, the whole segment: a census, the best audit there is); ``probe`` is a
+#: seeded draw among the pages an untrusted segment's rates leave; ``max_age`` picks by the
+#: time since our last fetch, not by change (if anything it overstates the misses, as a
+#: page unfetched for long had more time to change). ``poisson`` is not: it
+#: picks the pages that change most, and would overstate the misses; nor is ``wave``.
+RANDOM_REASONS = frozenset({"sample", "panel", "audit", "no_history", "probe", "max_age"})
+#: Page fetches whose change the rates predict, in an untrusted segment: what the wave test
+#: reads (``verify.schedule.wave``). Not a moving lastmod's (it points at the changes), nor
+#: a new page's, nor the wave's own.
+WAVE_REASONS = frozenset({"sample", "panel", "no_history", "probe", "poisson", "max_age"})
 
 
 @dataclass(slots=True)
@@ -134,6 +141,10 @@ class PageObservations:
         seconds = max((fetched_at - before).total_seconds(), 0.0)
         changed = fingerprint != prev.fingerprint
         seg = run.by_segment[segment]
+        if reason in WAVE_REASONS and run.decisions.untrusted(segment):
+            seg.wave_pages += 1
+            seg.wave_changed += changed
+            seg.wave_expected += run.decisions.change_probability(segment, prev, seconds)
         from_dates, check = page_date_intervals(
             fetched_at=fetched_at,
             page_date=_page_moment(page_modified),

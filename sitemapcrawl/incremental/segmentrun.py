@@ -32,6 +32,13 @@ class SegmentRun:
     #: Pages whose content changed between two fetches: their ETag / Last-Modified
     #: changed too (hit) or not (miss: a conditional GET would have hidden the change).
     validator_checks: Counter[str] = field(default_factory=Counter)
+    #: Pages fetched on this run, fetched before, whose change the rates predict (an
+    #: untrusted segment: ``verify.schedule.wave``): how many, how many changed, and the
+    #: sum of their change probabilities; pages the wave fetched (-1: none left).
+    wave_pages: int = 0
+    wave_changed: int = 0
+    wave_expected: float = 0.0
+    wave_fetched: int = 0
 
 
 def utc(text: str | None) -> dt.datetime | None:

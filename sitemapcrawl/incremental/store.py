@@ -500,6 +500,19 @@ class StateStore:
         ).fetchone()
         return int(row[0])
 
+    def segment_urls(self, origin: str, segment: str, run_id: int) -> list[str]:
+        """The segment's URLs listed on run ``run_id``."""
+        key = (self.name_id(origin), self.name_id(segment))
+        if None in key:
+            return []
+        return [
+            url_of(origin, path)
+            for (path,) in self.db.execute(
+                "SELECT path FROM urls WHERE origin = ? AND segment = ? AND last_run = ?",
+                (*key, run_id),
+            )
+        ]
+
     def open_misses(
         self, origin: str, run_id: int
     ) -> list[tuple[str, str, str | None, str, str, int, bool, bool]]:

@@ -103,7 +103,19 @@ class PageFetcher:
         """The pages marked for refetch, conditional (``If-None-Match`` /
         ``If-Modified-Since``) where the segment's validators are verified and no link
         follower needs this run's bodies."""
-        for url, segment, reason in state.pending_pages(sampled):
+        return self._refetch_requests(state, state.pending_pages(sampled))
+
+    def waves(self, state: CrawlState) -> Iterator[Request]:
+        """The pages of this run's waves (``CrawlState.waves``): the other pages of an
+        untrusted segment whose fetched pages changed far more than their rates said."""
+        for url, segment, reason in state.waves(set(self.planned)):
+            self._inc(self._context.site_of(segment), _R + "wave_count")
+            yield from self._refetch_requests(state, iter([(url, segment, reason)]))
+
+    def _refetch_requests(
+        self, state: CrawlState, rows: Iterator[tuple[str, str, str]]
+    ) -> Iterator[Request]:
+        for url, segment, reason in rows:
             self.planned.add(url)
             headers = {} if self._links_of(url) else state.page_validators(url, segment)
             if headers:

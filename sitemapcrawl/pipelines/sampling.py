@@ -300,7 +300,8 @@ class PageSamplingPipeline:
     async def _fetch_all(self, requests: list[Request]) -> None:
         """Fetch the samples, then more pages of the segments whose sample left the
         verdict undecided (escalation), then the pages marked for refetch
-        (``pages=refetch``), then follow links. A page sampled is not fetched again as a
+        (``pages=refetch``) and the waves they show (``CrawlState.waves``), then follow
+        links. A page sampled is not fetched again as a
         refetch; a link to a page fetched already finds it fetched."""
         fetcher = self.fetcher
         state = self.context.state
@@ -313,6 +314,8 @@ class PageSamplingPipeline:
             await fetcher.fetch(iter(more))
         if state is not None and state.pending:
             await fetcher.fetch(fetcher.refetches(state, sampled))
+        if state is not None and state.pages and state.incremental:
+            await fetcher.fetch(fetcher.waves(state))
         following = self.links.active()
         if following:
             engine = self.crawler.engine

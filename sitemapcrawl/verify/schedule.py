@@ -40,8 +40,16 @@ A lastmod that moved to a time our last fetch already covers (a lagged sitemap c
 edited lately: the page's change rate decides, with θ, as for an untrusted URL
 (``lastmod_late``).
 
+**Probes and waves.** Changes often come together: a release rewrites the docs, a rebuild
+changes every page's template, a batch of edits lands in one afternoon. Per-page rates
+cannot foresee them, and a segment whose lastmod is not used would miss them all. When the
+crawl fetches the pages itself (``pages=refetch``), a few random pages of each untrusted
+segment are fetched on every run (``probe``: ``Policy.probe_min`` pages); after the run's
+fetches, a segment whose fetched pages changed far more than their rates predicted
+(:func:`wave`) has its other URLs fetched too (``wave``, at most ``Policy.wave_max``).
+
 Reasons (``refetch_reason``): new, lastmod_changed, lastmod_late, lastmod_unchanged, audit,
-max_age, undated, no_history, poisson, poisson_wait.
+max_age, undated, no_history, poisson, poisson_wait, probe.
 """
 
 from __future__ import annotations
@@ -77,6 +85,7 @@ __all__ = [
     "reports_within",
     "site_utc_offset",
     "trusted_audit_share",
+    "wave",
 ]
 
 DAY = 86_400.0
@@ -102,11 +111,15 @@ class Policy:
 
     theta: float = 0.3  # refetch when P(changed) reaches this
     max_age: timedelta = timedelta(days=30)  # refetch at least this often
+    max_age_trusted: timedelta = timedelta(days=365)  # … in a TRUSTED segment
     audit_trusted: float = 0.03  # audit share of unchanged URLs, TRUSTED / OVER_REPORTING
     audit_provisional: float = 0.08  # … PROVISIONAL and PARTIAL
     audit_min: int = 5  # audited URLs per TRUSTED segment and run, at least
     prior_rate: float = 1 / (30 * DAY)  # per second, when the segment has no history either
     page_dates: bool = True  # use verified page dates as change history
+    probe_min: int = 5  # random pages per untrusted segment and run (``probe``)
+    wave_alpha: float = 0.01  # P(this many changes | the rates) at most this: a wave
+    wave_max: int = 1000  # pages a wave refetches per segment and run, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,14 +177,36 @@ def delta_l(
     False
     >>> delta_l(p("2024-06-01"), cut + timedelta(hours=12), None, False)  # any zone's 1 June
     True
+    >>> edited = "2024-06-01T11:40:00Z"  # 20 minutes before the cut, as we saw it then
+    >>> delta_l(p(edited), cut, None, False)  # no value to compare: within τ of the cut
+    True
+    >>> delta_l(p(edited), cut, edited, True)  # the same instant as before: no edit since
+    False
+    >>> delta_l(p("2024-06-01"), cut, "2024-06-01", True)  # the same day: maybe edited since
+    True
     >>> delta_l(p("2024-06-01"), cut + timedelta(hours=12), None, False, utc_offset=7200)
     False
     """
     if lastmod is None or lastmod.value is None:
         return None
-    if compare_raw and previous_raw is not None and previous_raw != lastmod.raw:
-        return not late_report(lastmod, captured, shift, utc_offset)
+    if compare_raw and previous_raw is not None:
+        if previous_raw != lastmod.raw:
+            return not late_report(lastmod, captured, shift, utc_offset)
+        if _instant(lastmod):
+            # The very timestamp we saw before ``since``: no edit since. Its interval (± τ
+            # for clock skew) would still reach past ``since`` when the page was edited
+            # within τ before our look, and count a change that look already had.
+            return False
     return _shifted(interval(lastmod, utc_offset)[1], shift) > since
+
+
+def _instant(lastmod: LastMod) -> bool:
+    """Whether the value names one instant: a time with its zone. A date, or a time
+    without a zone, covers a span our previous look may have fallen inside: the same value
+    can stand for an edit after it."""
+    return lastmod.precision not in ("day", "month", "year") and "assumed_utc" not in (
+        lastmod.flags
+    )
 
 
 def late_report(
@@ -500,6 +535,7 @@ def decide(
     audit_share: float | None = None,
     utc_offset: float | None = None,
     page_history: tuple[Sequence[tuple[float, bool]], tuple[int, float]] | None = None,
+    probe_share: float | None = None,
 ) -> Decision:
     """One URL's refetch decision (see the module docstring).
 
@@ -512,7 +548,9 @@ def decide(
     ``utc_offset``: see :func:`delta_l`; ``page_history``: the URL's page-date change
     history and its segment's pooled prior, when the segment's page dates are verified
     (see :func:`page_date_intervals`): the rate is estimated from it, and one fetch is
-    enough to start.
+    enough to start; ``probe_share``: the share of an untrusted segment's URLs the rates
+    leave that are fetched anyway (``probe``, drawn with ``draw``), set when the crawl
+    fetches the pages itself.
     """
     if not known and since_last:
         return Decision(True, "new")
@@ -544,7 +582,11 @@ def decide(
         if draw < _audit_share(verdict, audit_share, policy):
             return Decision(True, "audit", False)
         latest = max((t for t in (last_refetch, last_fetch) if t is not None), default=None)
-        if _older(latest, now, policy.max_age):
+        # A TRUSTED lastmod has shown that it moves with the changes, and its audit keeps
+        # measuring that: its safety net is longer (a site crawled every few weeks would
+        # otherwise be refetched whole on every run).
+        age = policy.max_age_trusted if verdict == "TRUSTED" else policy.max_age
+        if _older(latest, now, age):
             return Decision(True, "max_age", False)
         return Decision(False, "lastmod_unchanged", False)
     if verdict in ("STALE", "UNVERIFIABLE") and moved:
@@ -553,9 +595,45 @@ def decide(
         return Decision(True, "lastmod_changed", True)
     if page_history is not None and page_history[0] and policy.page_dates:
         intervals, prior = page_history
-    return _by_change_rate(
+    decision = _by_change_rate(
         moved, trusting, now, last_fetch, intervals=intervals, prior=prior, policy=policy
     )
+    if not decision.refetch and not trusting and probe_share and draw < probe_share:
+        # a few pages the rates would leave, at random: what shows a wave of changes
+        # (``wave``) the per-page rates cannot foresee
+        return Decision(True, "probe", moved)
+    return decision
+
+
+def wave(expected: float, changed: int, alpha: float) -> bool:
+    """Whether ``changed`` content changes among the pages fetched on this run, which by
+    their change rates were expected to show ``expected`` (the sum of their change
+    probabilities), are a wave: a release, a rebuild, an edit of many pages at once, which
+    per-page rates cannot foresee. The test is the Poisson tail P(X >= changed | expected)
+    <= ``alpha`` (a sum of independent Bernoulli draws has a thinner tail than the Poisson
+    of the same mean: the test errs towards no wave).
+
+    >>> wave(0.05, 2, 0.01)  # two changes where one in twenty was expected
+    True
+    >>> wave(0.05, 1, 0.01)  # one is not enough at that rate
+    False
+    >>> wave(3.0, 4, 0.01)  # about what the rates said
+    False
+    """
+    if changed < 1:
+        return False
+    return _poisson_tail(expected, changed) <= alpha
+
+
+def _poisson_tail(mean: float, k: int) -> float:
+    """P(X >= k) for X ~ Poisson(mean)."""
+    if mean <= 0:
+        return 0.0
+    term = total = math.exp(-mean)
+    for i in range(1, k):
+        term *= mean / i
+        total += term
+    return max(0.0, 1.0 - total)
 
 
 def _moved_late(
