@@ -258,6 +258,7 @@ def score_segment(
     label: dict[str, Any] | None,
     verdicts: list[str | None],
     caught: list[int] | None = None,
+    first_unreported: int | None = None,
 ) -> dict[str, Any]:
     """Scores over the runs where the segment exists. A category a site adds or removes is
     judged while it is there; a group the flat-sitemap grouping folds into ``/`` for a few
@@ -265,7 +266,9 @@ def score_segment(
     run without a verdict is neither right nor wrong (``gaps`` counts them). ``caught[k]``:
     the segment's changes that came with a lastmod move in runs 1..k; a TRUSTED label also
     accepts PROVISIONAL and UNVERIFIABLE while fewer than ``KNOWABLE_TP`` have come (no
-    history can show the recall yet)."""
+    history can show the recall yet). ``first_unreported``: the first run with a change of
+    a dated page of the segment that its lastmod did not report; the trust given from then
+    on is ``dangerous_after`` (before it, the lastmod had been right about every change)."""
     ok_set = accepted(label)
     truth_v = label["verdict"] if label else None
     present = [k for k, v in enumerate(verdicts) if v is not None]
@@ -303,6 +306,16 @@ def score_segment(
             sum(1 for v in span if v in USABLE) if truth_v in DANGEROUS_TRUTH else 0
         ),
         **({"knowable_from": knowable} if truth_v == "TRUSTED" and caught is not None else {}),
+        "first_unreported": first_unreported,
+        "dangerous_after": (
+            sum(
+                1
+                for k in present
+                if first_unreported is not None and k >= first_unreported and verdicts[k] in USABLE
+            )
+            if truth_v in DANGEROUS_TRUTH
+            else 0
+        ),
     }
 
 
@@ -534,12 +547,24 @@ def bench_site(spec: corpus.SiteSpec, args: argparse.Namespace, workdir: Path) -
         for s in set(caught) | set(counts):
             before = caught.setdefault(s, [0] * n)[k - 1] if k else 0
             caught[s][k] = before + counts.get(s, 0)
+    first_unreported: dict[str, int] = {}
+    for k in range(1, n):
+        unreported = {
+            p
+            for p in tr.changed(k) - tr.lastmod_moved(k)
+            if tr.lastmods[k].get(p) is not None and p in segmaps[k]
+        }
+        for p in unreported:
+            first_unreported.setdefault(segmaps[k][p], k)
     for k in range(1, n):  # segments with no change at some runs carry the count on
         for row in caught.values():
             row[k] = max(row[k], row[k - 1])
     for s in segments:
         scored = score_segment(
-            spec.label(s), [r.verdict(s) for r in records], caught.get(s, [0] * n)
+            spec.label(s),
+            [r.verdict(s) for r in records],
+            caught.get(s, [0] * n),
+            first_unreported.get(s),
         )
         last = next((r.segments[s] for r in reversed(records) if s in r.segments), {})
         scored["urls"] = last.get("urls")
@@ -640,6 +665,8 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         "strict_final": sum(v["strict_final"] for v in segs),
         "dangerous_runs": sum(v["dangerous_runs"] for v in segs),
         "dangerous_segments": sum(1 for v in segs if v["dangerous_runs"]),
+        "dangerous_after": sum(v.get("dangerous_after", 0) for v in segs),
+        "dangerous_after_segments": sum(1 for v in segs if v.get("dangerous_after")),
         "fetch_totals": dict(tot),
         "missed_share": tot["missed"] / tot["changed"] if tot["changed"] else None,
         "snapshot_right": sum(1 for v in snaps if v["right"]),
@@ -670,7 +697,9 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"(the label's own verdict: {s['strict_final']})",
         f"* dangerous-trust runs (a STALE or GENERATION_TIME segment given TRUSTED, "
         f"PROVISIONAL or OVER_REPORTING): **{s['dangerous_runs']}** on "
-        f"{s['dangerous_segments']} segments",
+        f"{s['dangerous_segments']} segments; of them after the segment's first change "
+        f"that its lastmod did not report (before it the lastmod had been right every time): "
+        f"**{s.get('dangerous_after', 0)}** on {s.get('dangerous_after_segments', 0)}",
         f"* runs 1..: pages whose main content changed {s['fetch_totals'].get('changed', 0)}; "
         f"marked refetch {s['fetch_totals'].get('refetch_marked', 0)} (of them changed "
         f"{s['fetch_totals'].get('refetch_marked_changed', 0)}); page GETs "
@@ -761,6 +790,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                     v["runs_to_right"] if v["runs_to_right"] is not None else "never",
                     "yes" if v["right_final"] else "**no**",
                     v["dangerous_runs"],
+                    v.get("dangerous_after", 0),
                 ]
             )
     out += table(
@@ -774,6 +804,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             "runs",
             "last",
             "danger",
+            "danger after",
         ],
         rows,
     )
