@@ -467,6 +467,53 @@ def segment_mismatches(segmaps: list[dict[str, str]], records: list[RunRecord]) 
     return {"checked": checked, "mismatches": count, "samples": samples}
 
 
+def segment_history(
+    tr: truth.Truth, segmaps: list[dict[str, str]], n: int
+) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """Per segment: its changes that came with a lastmod move, summed over runs 1..k
+    (``caught[segment][k]``), and the first run with a change of a dated page that its
+    lastmod did not report."""
+    caught: dict[str, list[int]] = {}
+    for k in range(n):
+        moved_changed = tr.changed(k) & tr.lastmod_moved(k)
+        counts = Counter(segmaps[k][p] for p in moved_changed if p in segmaps[k])
+        for s in set(caught) | set(counts):
+            before = caught.setdefault(s, [0] * n)[k - 1] if k else 0
+            caught[s][k] = before + counts.get(s, 0)
+    first_unreported: dict[str, int] = {}
+    for k in range(1, n):
+        unreported = {
+            p
+            for p in tr.changed(k) - tr.lastmod_moved(k)
+            if tr.lastmods[k].get(p) is not None and p in segmaps[k]
+        }
+        for p in unreported:
+            first_unreported.setdefault(segmaps[k][p], k)
+    for k in range(1, n):  # segments with no change at some runs carry the count on
+        for row in caught.values():
+            row[k] = max(row[k], row[k - 1])
+    return caught, first_unreported
+
+
+def rescore(data: dict[str, Any], cache: Path) -> None:
+    """Score a results file's segments again from its verdicts (the fetch counts stay):
+    what a scoring change says of a run already made."""
+    specs = {spec.name: spec for spec in corpus.load_sites()}
+    for result in data["sites"]:
+        spec, n = specs[result["name"]], result["deploys"]
+        roots = [corpus.deploy_dir(cache, spec, k) for k in range(n)]
+        tr = truth.compute(spec, roots, cache / spec.name / "truth.json")
+        caught, first = segment_history(tr, segmentation.per_deploy(spec, roots), n)
+        for name, seg in result["segments"].items():
+            seg.update(
+                score_segment(
+                    spec.label(name), seg["verdicts"], caught.get(name, [0] * n), first.get(name)
+                )
+            )
+    data["meta"]["summary"] = summarise(data["sites"])
+    data["meta"]["rescored"] = _commit()
+
+
 # --------------------------------------------------------------------------------------
 # One site
 # --------------------------------------------------------------------------------------
@@ -540,25 +587,7 @@ def bench_site(spec: corpus.SiteSpec, args: argparse.Namespace, workdir: Path) -
             }
     segments = sorted({s for r in records for s in r.segments})
     result["segments"] = {}
-    caught: dict[str, list[int]] = {}
-    for k in range(n):
-        moved_changed = tr.changed(k) & tr.lastmod_moved(k)
-        counts = Counter(segmaps[k][p] for p in moved_changed if p in segmaps[k])
-        for s in set(caught) | set(counts):
-            before = caught.setdefault(s, [0] * n)[k - 1] if k else 0
-            caught[s][k] = before + counts.get(s, 0)
-    first_unreported: dict[str, int] = {}
-    for k in range(1, n):
-        unreported = {
-            p
-            for p in tr.changed(k) - tr.lastmod_moved(k)
-            if tr.lastmods[k].get(p) is not None and p in segmaps[k]
-        }
-        for p in unreported:
-            first_unreported.setdefault(segmaps[k][p], k)
-    for k in range(1, n):  # segments with no change at some runs carry the count on
-        for row in caught.values():
-            row[k] = max(row[k], row[k - 1])
+    caught, first_unreported = segment_history(tr, segmaps, n)
     for s in segments:
         scored = score_segment(
             spec.label(s),
@@ -884,11 +913,11 @@ def _commit() -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in ("prepare", "run", "render"):
+    if not argv or argv[0] not in ("prepare", "run", "render", "rescore"):
         argv.insert(0, "run")
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("cmd", choices=("prepare", "run", "render"))
-    parser.add_argument("path", nargs="?", help="render: the results JSON")
+    parser.add_argument("cmd", choices=("prepare", "run", "render", "rescore"))
+    parser.add_argument("path", nargs="?", help="render, rescore: the results JSON")
     parser.add_argument("--sites", help="comma-separated site names (default: all)")
     parser.add_argument("--quick", action="store_true", help=f"first {QUICK_DEPLOYS} deploys")
     parser.add_argument("--deploys", type=int, help="first N deploys of each site")
@@ -904,6 +933,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.cmd == "rescore":
+        path = Path(args.path)
+        data = json.loads(path.read_text(encoding="utf-8"))
+        rescore(data, args.cache)
+        path.write_text(json.dumps(data, indent=1, default=str))
+        path.with_suffix(".md").write_text(markdown(data["sites"], data["meta"]))
+        return 0
     if args.cmd == "render":
         data = json.loads(Path(args.path).read_text(encoding="utf-8"))
         Path(args.path).with_suffix(".md").write_text(markdown(data["sites"], data["meta"]))
