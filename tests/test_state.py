@@ -1205,3 +1205,32 @@ async def test_pages_are_refetched_conditionally_where_validators_are_verified(
     assert [changed for _, changed in json.loads(intervals)] == [0, 0]
     assert our_stats(crawler1).get("sitemapcrawl/refetch/conditional_count") is None
     assert our_stats(crawler2).get("sitemapcrawl/refetch/conditional_count") is None
+
+
+@deferred_f_from_coro_f
+async def test_an_incremental_run_samples_its_links_with_its_pages(tmp_path: Path) -> None:
+    """``links=sample`` (the default) follows links when pages are sampled: on the first
+    crawl, from the home page; on an incremental run that samples no page (its segments
+    have standing verdicts: ABSENT ones are never sampled again), the refetches are all
+    it fetches, and the skipped link sample is counted."""
+    n = 10
+    built = DatedSite(tmp_path / "site", n)
+    state = tmp_path / "state.sqlite"
+    with MockServer(root=built.root) as server:
+        _, report1, crawler1, log1 = await run(server, state, sample="on")
+        _, report2, crawler2, log2 = await run(
+            server, state, sample="on", since="last", pages="refetch"
+        )
+    assert verdicts(report1) == {"/a/": "ABSENT", "/b/": "ABSENT"}
+    stats1, stats2 = our_stats(crawler1), our_stats(crawler2)
+    assert stats1["sitemapcrawl/links/discovered_count"] >= 1  # the home page, at least
+    assert "/" in paths(log1, "/")
+    assert "sitemapcrawl/links/not_due_count" not in stats1
+    assert stats2["sitemapcrawl/sample/requested_count"] == 0  # no segment due
+    assert stats2["sitemapcrawl/links/not_due_count"] == 1
+    assert "sitemapcrawl/links/discovered_count" not in stats2
+    # the second fetch of every page (no_history), and nothing for links
+    pages = sorted(p for p in paths(log2, "/") if p.startswith(("/a/", "/b/")))
+    assert pages == sorted(f"/{s}/{i}" for s in "ab" for i in range(n))
+    assert set(paths(log2, "/")) - set(pages) == {"/robots.txt", "/a.xml", "/b.xml"}
+    assert report1["coverage"]["mode"] == "sample"
