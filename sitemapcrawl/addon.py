@@ -121,7 +121,7 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED": 0.03,  # audit share of unchanged URLs
     "SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL": 0.08,
     "SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN": 5,  # audited URLs per TRUSTED segment and run
-    "SITEMAPCRAWL_INCREMENTAL_PROBE_MIN": 5,  # random pages per untrusted segment and run
+    "SITEMAPCRAWL_INCREMENTAL_PROBE_MIN": 0,  # random pages per untrusted segment and run (0: none)
     "SITEMAPCRAWL_INCREMENTAL_WAVE_ALPHA": 0.01,  # a wave: P(the changes | the rates) <= this
     "SITEMAPCRAWL_INCREMENTAL_WAVE_MAX": 1000,  # pages a wave refetches per segment and run
     "SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT": 200,  # a PROVISIONAL segment's first audit

@@ -44,8 +44,9 @@ edited lately: the page's change rate decides, with θ, as for an untrusted URL
 changes every page's template, a batch of edits lands in one afternoon. Per-page rates
 cannot foresee them, and a segment whose lastmod is not used would miss them all. When the
 crawl fetches the pages itself (``pages=refetch``), a few random pages of each untrusted
-segment are fetched on every run (``probe``: ``Policy.probe_min`` pages); after the run's
-fetches, a segment whose fetched pages changed far more than their rates predicted
+segment may be fetched on every run (``probe``: ``Policy.probe_min`` pages, none by
+default); after the run's fetches, a segment whose fetched pages changed far more than
+their rates predicted
 (:func:`wave`) has its other URLs fetched too (``wave``, at most ``Policy.wave_max``).
 
 Reasons (``refetch_reason``): new, lastmod_changed, lastmod_late, lastmod_unchanged, audit,
@@ -117,7 +118,7 @@ class Policy:
     audit_min: int = 5  # audited URLs per TRUSTED segment and run, at least
     prior_rate: float = 1 / (30 * DAY)  # per second, when the segment has no history either
     page_dates: bool = True  # use verified page dates as change history
-    probe_min: int = 5  # random pages per untrusted segment and run (``probe``)
+    probe_min: int = 0  # random pages per untrusted segment and run (``probe``; 0: none)
     wave_alpha: float = 0.01  # P(this many changes | the rates) at most this: a wave
     wave_max: int = 1000  # pages a wave refetches per segment and run, at most
 
