@@ -1222,9 +1222,7 @@ async def test_an_incremental_run_samples_its_links_with_its_pages(tmp_path: Pat
     state = tmp_path / "state.sqlite"
     with MockServer(root=built.root) as server:
         _, report1, crawler1, log1 = await run(server, state, sample="on")
-        _, _, crawler2, log2 = await run(
-            server, state, sample="on", since="last", pages="refetch"
-        )
+        _, _, crawler2, log2 = await run(server, state, sample="on", since="last", pages="refetch")
     assert verdicts(report1) == {"/a/": "ABSENT", "/b/": "ABSENT"}
     stats1, stats2 = our_stats(crawler1), our_stats(crawler2)
     assert stats1["sitemapcrawl/links/discovered_count"] >= 1  # the home page, at least
