@@ -951,7 +951,13 @@ def main(argv: list[str] | None = None) -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     commit = _commit()
     workdir = OUT / "realweb" / stamp
-    workdir.mkdir(parents=True, exist_ok=True)
+    for k in range(2, 100):  # two runs started in the same second keep their own files
+        try:
+            workdir.mkdir(parents=True)
+            break
+        except FileExistsError:
+            stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{k}"
+            workdir = OUT / "realweb" / stamp
     started = time.monotonic()
     results = []
     for spec in specs:
