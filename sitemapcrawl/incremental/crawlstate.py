@@ -343,7 +343,7 @@ class CrawlState:
         ``wave`` summary."""
         policy = self.policy
         for segment, seg in sorted(self.by_segment.items()):
-            if seg.wave_fetched or not wave(seg.wave_expected, seg.wave_changed, policy.wave_alpha):
+            if not wave(seg.wave_expected, seg.wave_changed, policy.wave_alpha):
                 continue
             rest = [
                 url
@@ -353,7 +353,7 @@ class CrawlState:
             if len(rest) > policy.wave_max:
                 rest.sort(key=lambda url: audit_draw(self.seed, self.run_id, url))
                 rest = rest[: policy.wave_max]
-            seg.wave_fetched = len(rest) or -1  # -1: a wave with nothing left to fetch
+            seg.wave_fetched = len(rest)
             for url in rest:
                 yield url, segment, "wave"
 
@@ -419,7 +419,7 @@ class CrawlState:
                     "pages": seg.wave_pages,
                     "changed": seg.wave_changed,
                     "expected": round(seg.wave_expected, 3),
-                    "refetched": max(seg.wave_fetched, 0),
+                    "refetched": seg.wave_fetched,
                 }
         cut = self.cut(self.server_now or self.started)
         return {

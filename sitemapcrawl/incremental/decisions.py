@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.incremental.segmentrun import audits, captured, utc
-from sitemapcrawl.verify.crossrun import DECAY, TRUSTING
+from sitemapcrawl.verify.crossrun import DECAY
 from sitemapcrawl.verify.schedule import (
     Decision,
     audit_draw,
     change_probability,
     change_rate,
     decide,
+    rate_history,
     trusted_audit_share,
+    uses_lastmod,
 )
 
 if TYPE_CHECKING:
@@ -81,28 +83,27 @@ class RefetchDecisions:
         return prior
 
     def untrusted(self, segment: str) -> bool:
-        """Whether the segment's lastmod is not used on this run: its URLs follow their
-        change rates (a PARTIAL segment whose dated subset passed, or a TZ_SHIFT one used
-        corrected, is used)."""
+        """Whether the segment's lastmod is not used on this run (``uses_lastmod``): its
+        URLs follow their change rates."""
         standing = self._run.segments.get(segment)
         if standing is None:
             return True
-        verdict = standing.verdict
-        return not (
-            verdict in TRUSTING
-            or verdict == "TZ_SHIFT"
-            or (verdict == "PARTIAL" and standing.counts.get("subset_trusted"))
+        return not uses_lastmod(
+            standing.verdict,
+            subset_trusted=bool(standing.counts.get("subset_trusted")),
+            shift_known=self._run.shift(segment) is not None,
         )
 
     def change_probability(self, segment: str, prev: UrlState, seconds: float) -> float:
         """P(the page changed) over ``seconds`` since our previous fetch (``prev``), by
-        the rate its decision used: its page-date history where the segment's page dates
-        are verified, else its fetch intervals, the segment as prior."""
+        the rate its decision used (``rate_history``)."""
         standing = self._run.segments.get(segment)
-        intervals, prior = prev.intervals, self._prior(segment)
-        history = self._page_history(segment, standing, prev)
-        if history is not None and history[0] and self._run.policy.page_dates:
-            intervals, prior = history
+        intervals, prior = rate_history(
+            prev.intervals,
+            self._prior(segment),
+            self._page_history(segment, standing, prev),
+            self._run.policy,
+        )
         rate = change_rate(intervals, prior[0], prior[1], self._run.policy)
         return change_probability(rate, seconds)
 

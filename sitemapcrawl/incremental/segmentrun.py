@@ -34,7 +34,7 @@ class SegmentRun:
     validator_checks: Counter[str] = field(default_factory=Counter)
     #: Pages fetched on this run, fetched before, whose change the rates predict (an
     #: untrusted segment: ``verify.schedule.wave``): how many, how many changed, and the
-    #: sum of their change probabilities; pages the wave fetched (-1: none left).
+    #: sum of their change probabilities; pages the wave fetched.
     wave_pages: int = 0
     wave_changed: int = 0
     wave_expected: float = 0.0

@@ -108,9 +108,10 @@ class PageFetcher:
     def waves(self, state: CrawlState) -> Iterator[Request]:
         """The pages of this run's waves (``CrawlState.waves``): the other pages of an
         untrusted segment whose fetched pages changed far more than their rates said."""
-        for url, segment, reason in state.waves(set(self.planned)):
+        rows = list(state.waves(set(self.planned)))
+        for _, segment, _ in rows:
             self._inc(self._context.site_of(segment), _R + "wave_count")
-            yield from self._refetch_requests(state, iter([(url, segment, reason)]))
+        return self._refetch_requests(state, iter(rows))
 
     def _refetch_requests(
         self, state: CrawlState, rows: Iterator[tuple[str, str, str]]

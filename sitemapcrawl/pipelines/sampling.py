@@ -235,17 +235,15 @@ class PageSamplingPipeline:
             return False
         if links.mode == "sample" and not self.context.pages_fetched(self.crawler.settings):
             return False  # a crawl that fetches no page does not start to for links
+        stats = self.crawler.stats
+        assert stats is not None
         state = self.context.state
         if links.mode == "sample" and not requests and state is not None and state.incremental:
             # An incremental run samples its links with its pages: when no segment is due
             # for a sample (SITEMAPCRAWL_RESAMPLE_DAYS), its refetches are all it fetches
             # (a link sample on every run cost up to SITEMAPCRAWL_LINKS_SAMPLE_PAGES more).
-            stats = self.crawler.stats
-            assert stats is not None
             stats.inc_value("sitemapcrawl/links/not_due_count")
             return False
-        stats = self.crawler.stats
-        assert stats is not None
         several = self.context.sites
         started = False
         for site in several or [urljoin(args.origin or args.sitemap_urls[0], "/")]:

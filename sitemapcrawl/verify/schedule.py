@@ -83,9 +83,11 @@ __all__ = [
     "late_report",
     "page_date_intervals",
     "page_dates_verified",
+    "rate_history",
     "reports_within",
     "site_utc_offset",
     "trusted_audit_share",
+    "uses_lastmod",
     "wave",
 ]
 
@@ -565,7 +567,7 @@ def decide(
         shift=shift or 0.0,
         utc_offset=utc_offset,
     )
-    trusting = verdict in TRUSTING or (verdict == "PARTIAL" and subset_trusted) or corrected
+    trusting = uses_lastmod(verdict, subset_trusted=subset_trusted, shift_known=corrected)
     if trusting and moved is not None:
         if moved:
             return Decision(True, "lastmod_changed", True)
@@ -594,8 +596,7 @@ def decide(
         # STALE: a move is still right; UNVERIFIABLE (no red flag, no page evidence yet):
         # the pages it points at are the ones that show whether it is right
         return Decision(True, "lastmod_changed", True)
-    if page_history is not None and page_history[0] and policy.page_dates:
-        intervals, prior = page_history
+    intervals, prior = rate_history(intervals, prior, page_history, policy)
     decision = _by_change_rate(
         moved, trusting, now, last_fetch, intervals=intervals, prior=prior, policy=policy
     )
@@ -604,6 +605,30 @@ def decide(
         # (``wave``) the per-page rates cannot foresee
         return Decision(True, "probe", moved)
     return decision
+
+
+def uses_lastmod(verdict: str | None, *, subset_trusted: bool, shift_known: bool) -> bool:
+    """Whether a segment's standing verdict lets its lastmod drive refetches: TRUSTED,
+    PROVISIONAL, OVER_REPORTING, a PARTIAL one whose dated subset passed, a TZ_SHIFT one
+    whose offset is known (used corrected)."""
+    return (
+        verdict in TRUSTING
+        or (verdict == "PARTIAL" and subset_trusted)
+        or (verdict == "TZ_SHIFT" and shift_known)
+    )
+
+
+def rate_history(
+    intervals: Sequence[tuple[float, bool]],
+    prior: tuple[int, float],
+    page_history: tuple[Sequence[tuple[float, bool]], tuple[int, float]] | None,
+    policy: Policy,
+) -> tuple[Sequence[tuple[float, bool]], tuple[int, float]]:
+    """The history a URL's change rate is estimated from: its page-date history and prior
+    when the segment's page dates are verified (and used), else its fetch intervals."""
+    if page_history is not None and page_history[0] and policy.page_dates:
+        return page_history
+    return intervals, prior
 
 
 def wave(expected: float, changed: int, alpha: float) -> bool:
