@@ -25,7 +25,7 @@ from sitemapcrawl.incremental.segmentrun import SegmentRun, audits, utc
 from sitemapcrawl.incremental.sitemapfiles import SitemapFiles
 from sitemapcrawl.incremental.store import StateError, StateLocked, StateStore
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
-from sitemapcrawl.verify.schedule import Decision, Policy, audit_draw, delta_l, wave
+from sitemapcrawl.verify.schedule import Decision, Policy, delta_l
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -334,28 +334,6 @@ class CrawlState:
         for url, segment, reason in cursor:
             if url not in exclude:
                 yield url, segment, reason
-
-    def waves(self, fetched: set[str]) -> Iterator[tuple[str, str, str]]:
-        """The pages of this run's waves (``pages=refetch``): in each untrusted segment
-        whose fetched pages changed far more than their rates predicted
-        (``verify.schedule.wave``), its URLs of this run not fetched yet, at most
-        ``Policy.wave_max`` (those first in the seeded draw). Counted in the segment's
-        ``wave`` summary."""
-        policy = self.policy
-        for segment, seg in sorted(self.by_segment.items()):
-            if not wave(seg.wave_expected, seg.wave_changed, policy.wave_alpha):
-                continue
-            rest = [
-                url
-                for url in self.store.segment_urls(self.origin, segment, self.run_id)
-                if url not in fetched
-            ]
-            if len(rest) > policy.wave_max:
-                rest.sort(key=lambda url: audit_draw(self.seed, self.run_id, url))
-                rest = rest[: policy.wave_max]
-            seg.wave_fetched = len(rest)
-            for url in rest:
-                yield url, segment, "wave"
 
     def shift(self, segment: str) -> float | None:
         """A TZ_SHIFT segment's offset in seconds (lastmod minus the truth), else None."""

@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 from sitemapcrawl.incremental.segmentrun import captured, utc
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.crossrun import Observation
-from sitemapcrawl.verify.schedule import delta_l, page_date_intervals
+from sitemapcrawl.verify.schedule import audit_draw, delta_l, page_date_intervals, wave
 from sitemapcrawl.verify.scoring import MAX_LAG
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from sitemapcrawl.incremental.crawlstate import CrawlState
     from sitemapcrawl.incremental.store import UrlState
 
@@ -186,6 +188,29 @@ class PageObservations:
         if not lagging:
             seg.observations.append(Observation(moved, changed, random))
         return change
+
+    def waves(self, fetched: set[str]) -> Iterator[tuple[str, str, str]]:
+        """The pages of this run's waves (``pages=refetch``): in each untrusted segment
+        whose fetched pages changed far more than their rates predicted
+        (``verify.schedule.wave``), its URLs of this run not fetched yet, at most
+        ``Policy.wave_max`` (those first in the seeded draw). Counted in the segment's
+        ``wave`` summary."""
+        run = self._run
+        policy = run.policy
+        for segment, seg in sorted(run.by_segment.items()):
+            if not wave(seg.wave_expected, seg.wave_changed, policy.wave_alpha):
+                continue
+            rest = [
+                url
+                for url in run.store.segment_urls(run.origin, segment, run.run_id)
+                if url not in fetched
+            ]
+            if len(rest) > policy.wave_max:
+                rest.sort(key=lambda url: audit_draw(run.seed, run.run_id, url))
+                rest = rest[: policy.wave_max]
+            seg.wave_fetched = len(rest)
+            for url in rest:
+                yield url, segment, "wave"
 
     def _lag_explains(self, sitemap: str, before: dt.datetime, page_modified: str | None) -> bool:
         """Whether a change found between our fetch at ``before`` and now can be too recent

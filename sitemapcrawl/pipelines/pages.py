@@ -106,9 +106,9 @@ class PageFetcher:
         return self._refetch_requests(state, state.pending_pages(sampled))
 
     def waves(self, state: CrawlState) -> Iterator[Request]:
-        """The pages of this run's waves (``CrawlState.waves``): the other pages of an
-        untrusted segment whose fetched pages changed far more than their rates said."""
-        rows = list(state.waves(set(self.planned)))
+        """The pages of this run's waves (``PageObservations.waves``): the other pages of
+        an untrusted segment whose fetched pages changed far more than their rates said."""
+        rows = list(state.pages_seen.waves(set(self.planned)))
         for _, segment, _ in rows:
             self._inc(self._context.site_of(segment), _R + "wave_count")
         return self._refetch_requests(state, iter(rows))

@@ -307,7 +307,7 @@ class PageSamplingPipeline:
     async def _fetch_all(self, requests: list[Request]) -> None:
         """Fetch the samples, then more pages of the segments whose sample left the
         verdict undecided (escalation), then the pages marked for refetch
-        (``pages=refetch``) and the waves they show (``CrawlState.waves``), then follow
+        (``pages=refetch``) and the waves they show (``PageObservations.waves``), then follow
         links. A page sampled is not fetched again as a
         refetch; a link to a page fetched already finds it fetched."""
         fetcher = self.fetcher
