@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from sitemapcrawl.sitemaps.dates import parse_lastmod
-from sitemapcrawl.verify.crossrun import DECAY, CrossRun, Observation, combine
+from sitemapcrawl.verify.crossrun import DECAY, CrossRun, Observation, combine, url_runs
 from sitemapcrawl.verify.schedule import (
     DAY,
     Decision,
@@ -61,6 +61,47 @@ def test_metrics() -> None:
     # a quarter of it: most of the 400 URL-runs are unseen, the bound is low
     assert CrossRun(tp=12, fp=0, fn=0, tn=100, n_unch=400).metrics()["recall_lower"] < 0.8
     assert CrossRun(tp=5, fp=0, fn=0, tn=10, n_unch=10).metrics()["lift"] == "inf"
+    # no URL-run with a still lastmod (every lastmod moved on every run): nothing unseen
+    whole = CrossRun(tp=12, fp=3, n_unch=0).metrics()
+    assert (whole["recall"], whole["recall_lower"], whole["recall_upper"]) == (1.0, 1.0, 1.0)
+    assert CrossRun(tp=12, fp=3, n_unch=5).metrics()["recall_lower"] is None
+
+
+def test_a_clean_audit_sees_every_run_since_our_previous_fetch() -> None:
+    """An unchanged page with a still lastmod, last fetched 10 runs ago, was unchanged on
+    each of them: its audit covers 10 ΔL = 0 URL-runs (decayed as N_unch is), not one; a
+    miss covers one (the other runs of its window are unknown)."""
+    assert url_runs(1) == 1.0
+    assert url_runs(10) == pytest.approx(sum(DECAY**i for i in range(10)))
+    assert url_runs(10**6) == pytest.approx(1 / (1 - DECAY))
+    l2 = CrossRun(n_unch=400)
+    l2.add_run(
+        [Observation(delta_l=False, delta_c=False, random=True, runs=url_runs(10))] * 20
+        + [Observation(delta_l=False, delta_c=True, random=True, runs=url_runs(10))]
+        + [Observation(delta_l=False, delta_c=False, random=False, runs=url_runs(10))],
+        n_unchanged=40,
+    )
+    assert (l2.fn, l2.tn) == (1, 20)
+    assert l2.seen == pytest.approx(20 * url_runs(10) + 1)
+    l2.tp = 30
+    m = l2.metrics()
+    seen = 20 * url_runs(10) + 1
+    assert m["audits"] == 21
+    assert m["audited_url_runs"] == round(seen, 2)
+    assert m["miss_rate"] == round(1 / 21, 4)  # per audited page: what the lift reads
+    assert m["miss_rate_per_run"] == round(1 / seen, 4)
+    lo, hi = wilson(1, round(seen), 1.645)
+    assert m["miss_rate_bounds"] == [round(lo, 4), round(hi, 4)]
+    unseen = 400 * DECAY + 40 - seen
+    assert m["recall"] == round(30 / (30 + 1 + unseen / seen), 4)
+    assert m["recall_lower"] == pytest.approx(30 / (30 + 1 + hi * unseen), abs=1e-4)
+    # the same audits counted one run each (as stored before): a far weaker bound
+    old = CrossRun(tp=30, fn=1, tn=20, n_unch=400 * DECAY + 40).metrics()
+    assert old["audited_url_runs"] == 21
+    assert old["recall_lower"] < 0.5 < m["recall_lower"]
+    # counts stored without URL-runs read one run an audit
+    assert CrossRun.from_dict({"fn": 1.0, "tn": 20.0}).seen == 21
+    assert CrossRun.from_dict(l2.as_dict()).seen == pytest.approx(l2.seen, abs=1e-5)
 
 
 def test_demote_at_once_and_recover_after_two_clean_runs() -> None:
@@ -74,6 +115,32 @@ def test_demote_at_once_and_recover_after_two_clean_runs() -> None:
         "PROVISIONAL",
         "TRUSTED",
     )
+
+
+def test_a_once_stale_segment_needs_the_score_not_agreeing_pages() -> None:
+    """STALE on one audited miss, then two clean runs: the red verdict is lifted, but its
+    pages' agreement (which held all along) is no evidence of recall: UNVERIFIABLE, not
+    PROVISIONAL, until the score bounds the recall; then TRUSTED, and the memory goes."""
+    l2 = CrossRun(tp=2, fp=0, fn=1, tn=60, n_unch=100, runs=3)
+    name, _, _ = combine("PROVISIONAL", "21 of 21 agree.", "PROVISIONAL", l2)
+    assert name == "STALE"
+    assert CrossRun.from_dict(l2.as_dict()).extra == {"once_stale": 1}
+    l2.tp = 4  # more reported changes: the one miss no longer says STALE
+    assert combine("PROVISIONAL", "21 of 21 agree.", "STALE", l2)[0] == "STALE"  # held
+    name, reason, _ = combine("PROVISIONAL", "21 of 21 agree.", "STALE", l2)
+    assert name == "UNVERIFIABLE"
+    assert reason == (
+        "21 of 21 agree; but this segment's lastmod was STALE (changes it did not report), "
+        "which agreeing pages cannot refute: UNVERIFIABLE until the cross-run score bounds "
+        "its recall (lower bound >= 0.80)."
+    )
+    assert combine("PROVISIONAL", "21 of 21 agree.", "UNVERIFIABLE", l2)[0] == "UNVERIFIABLE"
+    l2.tp, l2.fn, l2.tn, l2.n_unch = 40, 0, 400, 400
+    assert combine("PROVISIONAL", "21 of 21 agree.", "UNVERIFIABLE", l2)[0] == "PROVISIONAL"
+    assert "once_stale" not in l2.extra
+    # a segment never STALE is PROVISIONAL on its pages' agreement, as before
+    fresh = CrossRun(tp=4, fp=0, fn=1, tn=60, n_unch=100, runs=3)
+    assert combine("PROVISIONAL", "21 of 21 agree.", "PROVISIONAL", fresh)[0] == "PROVISIONAL"
 
 
 def test_stale_from_audited_misses() -> None:
@@ -151,6 +218,28 @@ def test_over_reporting_is_a_safe_filter() -> None:
     name, reason, _ = combine("PROVISIONAL", "ok.", "PROVISIONAL", l2)
     assert name == "OVER_REPORTING"
     assert "only 33% of its moves are real changes" in reason
+
+
+def test_one_bulk_touch_does_not_make_a_trusted_lastmod_over_report() -> None:
+    """A TRUSTED segment (30 changes reported, 5 moves without one) gets 42 moves without
+    a change on one run (one commit touched 42 source files): it stays TRUSTED. A second
+    such run is a habit: OVER_REPORTING. A segment not yet TRUSTED over-reports at once."""
+    l2 = CrossRun(tp=30, fp=5, fn=0, tn=300, n_unch=300, runs=12)
+    touched = [Observation(delta_l=True, delta_c=False, random=False)] * 42
+    l2.add_run([*touched, Observation(delta_l=True, delta_c=True, random=False)], 20)
+    assert l2.fp_burst == 42
+    assert l2.fp == pytest.approx(5 * DECAY + 42)
+    name, reason, _ = combine("PROVISIONAL", "ok.", "TRUSTED", l2)
+    assert name == "TRUSTED"
+    assert reason.startswith(
+        "Kept TRUSTED: 42 of the 47 lastmod moves without a content change came on one run"
+    )
+    assert combine("PROVISIONAL", "ok.", "PROVISIONAL", CrossRun.from_dict(l2.as_dict()))[0] == (
+        "OVER_REPORTING"
+    )
+    l2.add_run(touched, 20)
+    assert l2.fp_burst == 42
+    assert combine("PROVISIONAL", "ok.", "TRUSTED", l2)[0] == "OVER_REPORTING"
 
 
 def test_no_sample_keeps_the_standing_verdict() -> None:

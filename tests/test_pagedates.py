@@ -511,3 +511,30 @@ def test_never_imports_scrapy_or_twisted() -> None:
         """
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_fingerprint_reads_the_main_contents_link_targets() -> None:
+    """A list page whose entries now point elsewhere under the same titles changed; a link
+    served from another origin, with another query or fragment, or in a related-posts
+    block, did not."""
+    page = (
+        "<html><body><nav><a href='/nav-{nav}'>Home</a></nav><main><h1>Tag: python</h1>"
+        "<ul><li><a href='{first}'>First post</a></li><li><a href='/b/'>Second</a></li></ul>"
+        "<section><h2>Related posts</h2><a href='/r{related}/'>R</a></section>"
+        "</main></body></html>"
+    )
+
+    def fp(**kw: str) -> str:
+        values = {"nav": "1", "first": "/tags.html", "related": "1", **kw}
+        return content_fingerprint(page.format(**values))[0]
+
+    base = fp()
+    assert fp(first="/tags/") != base
+    assert fp(first="https://example.com/tags.html") == base
+    assert fp(first="/tags.html?utm_source=feed") == base
+    assert fp(first="/tags.html#top") == base
+    assert fp(nav="2") == base
+    assert fp(related="2") == base
+    assert content_fingerprint(page.format(nav=1, first="/tags.html", related=1))[1] == len(
+        "Tag: python First post Second"
+    )

@@ -630,6 +630,10 @@ def test_schema_5_url_rows_upgrade_to_compact_rows(tmp_path: Path) -> None:
         "INSERT INTO lastmod_history (origin, url, run_id, lastmod_raw) VALUES (?, ?, ?, ?)",
         [(origin, *row) for row in history],
     )
+    old.db.execute(
+        "UPDATE urls SET fetched_at = '2024-06-03T00:00:00Z', fingerprint = ? WHERE url = ?",
+        ("0" * 32, f"{origin}/a"),
+    )
     old.close()
 
     store = StateStore.open(state)
@@ -648,6 +652,8 @@ def test_schema_5_url_rows_upgrade_to_compact_rows(tmp_path: Path) -> None:
         "2024-06-01T00:00:00Z",
     )
     assert a.intervals == [(86400.0, True)]
+    # schema 7: a fingerprint without the link targets is no base for a comparison
+    assert (a.fetched_at, a.fingerprint) == ("2024-06-03T00:00:00Z", None)
     b = store.url(origin, f"{origin}/b")
     assert b is not None
     assert (b.lastmod_raw, b.last_refetch_at, b.intervals) == (None, None, [])

@@ -299,7 +299,10 @@ def score_segment(
         "right_final": bool(right and right[-1]),
         "strict_final": bool(span and span[-1] == truth_v),
         "runs_to_right": stay,
-        "right_within": stay is not None and stay <= WITHIN,
+        # from the run where it can be known: run 0, or a TRUSTED label's knowable_from
+        "right_within": stay is not None
+        and (stay <= WITHIN or (knowable is not None and stay - 1 - knowable < WITHIN)),
+        "right_within_run0": stay is not None and stay <= WITHIN,
         "right_runs": sum(right),
         "flaps": sum(1 for a, b in pairwise(span) if a != b),
         "dangerous_runs": (
@@ -690,6 +693,7 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         "segments": len(segs),
         "unlabelled_segments": unlabelled,
         "right_within": sum(v["right_within"] for v in segs),
+        "right_within_run0": sum(v.get("right_within_run0", v["right_within"]) for v in segs),
         "right_final": sum(v["right_final"] for v in segs),
         "strict_final": sum(v["strict_final"] for v in segs),
         "dangerous_runs": sum(v["dangerous_runs"] for v in segs),
@@ -722,8 +726,10 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "## Overall",
         "",
         f"* segments with a label: {s['segments']}; right within {WITHIN} runs (and staying "
-        f"right): **{s['right_within']}**; right at the last run: **{s['right_final']}** "
-        f"(the label's own verdict: {s['strict_final']})",
+        f"right; a TRUSTED label's runs counted from its `knowable_from`): "
+        f"**{s['right_within']}** (counted from run 0 for every label: "
+        f"{s.get('right_within_run0', s['right_within'])}); right at the last run: "
+        f"**{s['right_final']}** (the label's own verdict: {s['strict_final']})",
         f"* dangerous-trust runs (a STALE or GENERATION_TIME segment given TRUSTED, "
         f"PROVISIONAL or OVER_REPORTING): **{s['dangerous_runs']}** on "
         f"{s['dangerous_segments']} segments; of them after the segment's first change "

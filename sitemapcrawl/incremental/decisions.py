@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sitemapcrawl.incremental.segmentrun import audits, captured, utc
+from sitemapcrawl.incremental.segmentrun import audited_url_runs, audits, captured, utc
 from sitemapcrawl.verify.crossrun import DECAY
 from sitemapcrawl.verify.schedule import (
     Decision,
@@ -154,7 +154,7 @@ class RefetchDecisions:
                     float(counts.get("n_unch", 0.0)),
                     DECAY,
                     self._run.policy,
-                    audits=audits(counts),
+                    audits=audited_url_runs(counts),
                     # the first run has nothing to compare with: no ΔL = 0 count
                     runs=max(int(counts.get("runs", 0)) - 1, 1),
                     pool=self._run.judgement.standing_pool(segment),

@@ -13,7 +13,7 @@ import datetime as dt
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
 
-from sitemapcrawl.incremental.segmentrun import audits, utc
+from sitemapcrawl.incremental.segmentrun import audited_url_runs, utc
 from sitemapcrawl.incremental.store import SegmentState
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.crossrun import DECAY, CrossRun, combine, generation_refuted
@@ -248,6 +248,7 @@ class SegmentJudgement:
             pool.fp += l2.fp
             pool.fn += l2.fn
             pool.tn += l2.tn
+            pool.seen += max(l2.seen, l2.fn + l2.tn)
             pool.n_unch += l2.n_unch
             pool.runs = max(pool.runs, l2.runs)
         return pool, members
@@ -265,7 +266,7 @@ class SegmentJudgement:
         )
 
     def standing_pool(self, segment: str) -> tuple[float, float, float] | None:
-        """The summed (TP, N_unch, audits) of ``segment``'s site's PROVISIONAL and TRUSTED
+        """The summed (TP, N_unch, audited URL-runs) of ``segment``'s site's PROVISIONAL and TRUSTED
         segments as they stood after the previous run, when there are several (``_pool``)."""
         members = [
             standing.counts
@@ -277,5 +278,5 @@ class SegmentJudgement:
         return (
             sum(float(c.get("tp", 0.0)) for c in members),
             sum(float(c.get("n_unch", 0.0)) for c in members),
-            sum(audits(c) for c in members),
+            sum(audited_url_runs(c) for c in members),
         )

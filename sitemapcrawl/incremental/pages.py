@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.incremental.segmentrun import captured, utc
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
-from sitemapcrawl.verify.crossrun import Observation
+from sitemapcrawl.verify.crossrun import Observation, url_runs
 from sitemapcrawl.verify.schedule import audit_draw, delta_l, page_date_intervals, wave
 from sitemapcrawl.verify.scoring import MAX_LAG
 
@@ -186,7 +186,10 @@ class PageObservations:
             change.observed["lag_explained"] = lagging
             seg.lag_pending += lagging
         if not lagging:
-            seg.observations.append(Observation(moved, changed, random))
+            runs = 1.0
+            if random and not moved and not changed:
+                runs = url_runs(run.store.runs_since_fetch(run.origin, prev.url, run.run_id))
+            seg.observations.append(Observation(moved, changed, random, runs))
         return change
 
     def waves(self, fetched: set[str]) -> Iterator[tuple[str, str, str]]:

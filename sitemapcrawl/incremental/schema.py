@@ -229,6 +229,12 @@ MIGRATIONS: tuple[str, ...] = (
     DROP TABLE lastmod_history;
     ALTER TABLE urls6 RENAME TO urls;
     """,
+    # 7: the content fingerprint also hashes the main content's link targets: a fingerprint
+    # of the old kind would differ from the next fetch's on every page with a link, a
+    # change that is none. The next fetch of each page starts its comparisons afresh.
+    """
+    UPDATE urls SET fingerprint = NULL WHERE fingerprint IS NOT NULL;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -13,7 +13,7 @@ from sitemapcrawl.verify.crossrun import Observation
 if TYPE_CHECKING:
     from sitemapcrawl.incremental.store import UrlState
 
-__all__ = ["SegmentRun", "audits", "captured", "utc"]
+__all__ = ["SegmentRun", "audited_url_runs", "audits", "captured", "utc"]
 
 
 @dataclass(slots=True)
@@ -62,3 +62,9 @@ def captured(prev: UrlState) -> tuple[dt.datetime, dt.datetime] | None:
 def audits(counts: dict[str, Any]) -> float:
     """A segment's audited ΔL = 0 pages (decayed), from its stored L2 counts."""
     return float(counts.get("fn", 0.0)) + float(counts.get("tn", 0.0))
+
+
+def audited_url_runs(counts: dict[str, Any]) -> float:
+    """The ΔL = 0 URL-runs a segment's audits saw (decayed; ``CrossRun.seen``): what its
+    miss rate is counted over. Counts stored before they were kept: one run an audit."""
+    return max(float(counts.get("seen", 0.0)), audits(counts))

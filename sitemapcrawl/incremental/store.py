@@ -272,6 +272,20 @@ class StateStore:
             zip(("id", "started_at", "server_now", "finished_at", "since"), row, strict=True)
         )
 
+    def runs_since_fetch(self, origin: str, url: str, run_id: int) -> int:
+        """The runs of ``origin`` since our previous fetch of ``url`` (this one counted: 1
+        when it was fetched on the run before); when that fetch's record was pruned, the
+        runs kept, a lower bound."""
+        previous = self.db.execute(
+            "SELECT max(run_id) FROM fetches WHERE origin = ? AND url = ? AND run_id < ?",
+            (origin, url, run_id),
+        ).fetchone()[0]
+        count = self.db.execute(
+            "SELECT count(*) FROM runs WHERE origin = ? AND id > ? AND id <= ?",
+            (origin, -1 if previous is None else previous, run_id),
+        ).fetchone()[0]
+        return max(int(count), 1)
+
     def run_count(self, origin: str) -> int:
         return int(
             self.db.execute("SELECT count(*) FROM runs WHERE origin = ?", (origin,)).fetchone()[0]

@@ -12,9 +12,11 @@ way to see a lastmod that does not move when the page does. Counts decay by half
 ``HALF_LIFE_RUNS`` runs so that a site that changes its CMS is re-learnt.
 
 Recall is TP / (TP + missed changes), the missed changes being the audited misses (FN,
-counted) plus the miss rate times the ΔL = 0 URL-runs that were not audited: its lower bound
-is TP / (TP + FN + m_hi·(N_unch - audits)), m_hi the one-sided Wilson upper bound of the
-miss rate (a finite-population reading: a segment audited whole has no unseen misses).
+counted) plus the miss rate per URL-run times the ΔL = 0 URL-runs that were not audited:
+its lower bound is TP / (TP + FN + m_hi·(N_unch - seen)), m_hi the one-sided Wilson upper
+bound of FN / seen, ``seen`` the URL-runs the audits looked at (a clean audit of a page
+last fetched j runs ago saw j of them, a miss one; a finite-population reading: a segment
+audited whole has no unseen misses).
 
 Thresholds (the simulated-web benchmark is where to tune them):
 
@@ -63,6 +65,7 @@ __all__ = [
     "Observation",
     "combine",
     "generation_refuted",
+    "url_runs",
 ]
 
 HALF_LIFE_RUNS = 30
@@ -79,6 +82,8 @@ OVER_EVENTS = 20
 GEN_EVENTS = 30
 GEN_LIFT = 1.5
 RECOVER_RUNS = 2
+#: The L2 counts' memory that the segment was STALE (:func:`_once_stale`).
+ONCE_STALE = "once_stale"
 STAMP_AUDITS = 60
 POOL_OWN_AUDITS = 20
 
@@ -95,6 +100,9 @@ class Observation:
     delta_l: bool  # lastmod said "maybe changed" since our previous fetch
     delta_c: bool  # the content fingerprint changed
     random: bool  # chosen at random (sample, panel, audit): counts for the miss rate
+    #: the ΔL = 0 URL-runs a random fetch with ΔL = 0 looked at: the runs since our previous
+    #: fetch of the page, each decayed as the segment's ΔL = 0 count is (:func:`url_runs`)
+    runs: float = 1.0
 
 
 @dataclass(slots=True)
@@ -106,6 +114,8 @@ class CrossRun:
     fn: float = 0.0  # audited ΔL = 0 pages that changed
     tn: float = 0.0  # audited ΔL = 0 pages that did not
     n_unch: float = 0.0  # ΔL = 0 URLs of the segment, summed over runs
+    seen: float = 0.0  # the ΔL = 0 URL-runs the audited pages covered (``Observation.runs``)
+    fp_burst: float = 0.0  # the most false positives one run brought (decayed since)
     promote_streak: int = 0
     clean_streak: int = 0
     runs: int = 0
@@ -114,7 +124,10 @@ class CrossRun:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CrossRun:
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "extra"}
-        return cls(**known, extra={k: v for k, v in data.items() if k not in known})
+        l2 = cls(**known, extra={k: v for k, v in data.items() if k not in known})
+        if "seen" not in data:  # counts stored before URL-runs were: one run per audit
+            l2.seen = l2.fn + l2.tn
+        return l2
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -124,6 +137,8 @@ class CrossRun:
             "fn": round(self.fn, 6),
             "tn": round(self.tn, 6),
             "n_unch": round(self.n_unch, 6),
+            "seen": round(self.seen, 6),
+            "fp_burst": round(self.fp_burst, 6),
             "promote_streak": self.promote_streak,
             "clean_streak": self.clean_streak,
             "runs": self.runs,
@@ -136,40 +151,60 @@ class CrossRun:
         self.fn *= DECAY
         self.tn *= DECAY
         self.n_unch *= DECAY
+        self.seen *= DECAY
+        self.fp_burst *= DECAY
+        fp = 0
         for o in observations:
             if o.delta_l:
                 if o.delta_c:
                     self.tp += 1
                 else:
-                    self.fp += 1
+                    fp += 1
             elif o.random:
                 if o.delta_c:
                     self.fn += 1
+                    self.seen += 1  # at least one changed URL-run; the rest unknown
                 else:
                     self.tn += 1
+                    self.seen += max(o.runs, 1.0)
+        self.fp += fp
+        self.fp_burst = max(self.fp_burst, fp)
         self.n_unch += n_unchanged
         self.runs += 1
 
     def metrics(self) -> dict[str, Any]:
-        """Precision, miss rate (Wilson), recall (point and lower bound), lift."""
+        """Precision, miss rate (Wilson), recall (point and lower bound), lift.
+
+        The miss rate that bounds the recall is per ΔL = 0 URL-run: a clean audit of a page
+        we last fetched j runs ago saw j of them (``seen``), a miss at least one changed
+        (the others of its window are unknown, left with the unseen ones). ``miss_rate``,
+        per audited page, is what the lift compares with the precision (both per fetch).
+        """
         events = self.tp + self.fp
         audits = self.fn + self.tn
+        seen = max(self.seen, audits)
         precision = self.tp / events if events else None
         n_a = round(audits)
+        n_s = round(seen)
         misses = min(round(self.fn), n_a)
         m = self.fn / audits if audits else None
-        m_lo, m_hi = wilson(misses, n_a, Z_L2) if n_a else (0.0, 1.0)
+        m_run = self.fn / seen if seen else None
+        m_lo, m_hi = wilson(misses, n_s, Z_L2) if n_s else (0.0, 1.0)
         recall = recall_lo = recall_hi = None
-        if self.tp > 0 and m is not None:
+        if self.tp > 0 and m_run is not None:
             # The audited misses are counted, not estimated: the miss rate's bounds apply only
             # to the ΔL = 0 URL-runs nobody looked at (a segment audited whole has none).
-            unseen = max(self.n_unch - audits, 0.0)
-            recall = self.tp / (self.tp + self.fn + m * unseen)
+            unseen = max(self.n_unch - seen, 0.0)
+            recall = self.tp / (self.tp + self.fn + m_run * unseen)
             recall_lo = self.tp / (self.tp + self.fn + m_hi * unseen)
             # Looser (all of N_unch): STALE from a single miss must be sure of it.
             recall_hi = self.tp / (self.tp + m_lo * self.n_unch)
         elif m is not None and misses:
             recall = recall_hi = 0.0  # changes seen only where lastmod stood still
+        elif self.tp > 0 and self.n_unch <= 0:
+            # no URL-run with a still lastmod: no change can have gone unreported (a
+            # segment whose every lastmod moves on every run, as a home page's may)
+            recall = recall_lo = recall_hi = 1.0
         lift = None
         if precision is not None and m is not None:
             lift = math.inf if m == 0 else precision / m
@@ -181,8 +216,10 @@ class CrossRun:
             "n_unchanged": round(self.n_unch, 1),
             "lastmod_events": round(events, 2),
             "audits": round(audits, 2),
+            "audited_url_runs": round(seen, 2),
             "precision": _r(precision),
             "miss_rate": _r(m),
+            "miss_rate_per_run": _r(m_run),
             "miss_rate_bounds": [_r(m_lo), _r(m_hi)],
             "recall": _r(recall),
             "recall_lower": _r(recall_lo),
@@ -190,6 +227,17 @@ class CrossRun:
             "lift": None if lift is None else ("inf" if math.isinf(lift) else _r(lift)),
             "runs": self.runs,
         }
+
+
+def url_runs(gap: int) -> float:
+    """The ΔL = 0 URL-runs one audit of a page last fetched ``gap`` runs ago saw, weighted
+    as ``CrossRun.n_unch`` weighs them by now (this run's 1, the one before ``DECAY``…):
+    an unchanged page with a still lastmod was unchanged on each of those runs.
+
+    >>> url_runs(1), round(url_runs(2), 4), round(url_runs(10_000), 1)
+    (1.0, 1.9772, 43.8)
+    """
+    return float((1 - DECAY ** max(gap, 1)) / (1 - DECAY))
 
 
 def generation_refuted(l2: CrossRun) -> bool:
@@ -267,6 +315,7 @@ def combine(
         return run.result(run.static_name, run.static_reason)
     _unsampled(run)
     run.pooled = run.pool_metrics()
+    _once_stale(run)
     return _over_reporting(run) or _trusted(run) or run.result(run.static_name, run.static_reason)
 
 
@@ -329,10 +378,32 @@ class _Run:
         return name, reason, self.evidence
 
     def red(self, name: str, reason: str) -> _Result:
-        """A red verdict: the promotion and recovery streaks start over."""
+        """A red verdict: the promotion and recovery streaks start over (a STALE one is
+        remembered: :func:`_once_stale`)."""
         self.l2.clean_streak = 0
         self.l2.promote_streak = 0
+        if name == "STALE":
+            self.l2.extra[ONCE_STALE] = 1
         return self.result(name, reason)
+
+
+def _once_stale(run: _Run) -> None:
+    """A segment once STALE is not PROVISIONAL again on its pages' agreement alone: its
+    lastmod agreed with its pages while it missed changes (a page whose text or links
+    change without its own source file, as a list page's), so the agreement shows no
+    recall. It stays UNVERIFIABLE until the cross-run score (its own or its site's pool)
+    bounds the recall, when the memory is dropped."""
+    if run.strong or run.pooled is not None:
+        run.l2.extra.pop(ONCE_STALE, None)
+        return
+    if run.static_name == "PROVISIONAL" and run.l2.extra.get(ONCE_STALE):
+        run.l2.promote_streak = 0
+        run.static_name = "UNVERIFIABLE"
+        run.static_reason = (
+            f"{run.static_reason[:-1]}; but this segment's lastmod was STALE (changes it did "
+            "not report), which agreeing pages cannot refute: UNVERIFIABLE until the "
+            f"cross-run score bounds its recall (lower bound >= {TRUSTED_RECALL:.2f})."
+        )
 
 
 def _demote(run: _Run) -> _Result | None:
@@ -411,7 +482,10 @@ def _unsampled(run: _Run) -> None:
 def _over_reporting(run: _Run) -> _Result | None:
     """OVER_REPORTING: lastmod catches the changes but most of its moves are none (a safe
     filter); a static one from one stamp is held as UNVERIFIABLE until the audit has
-    seen ``STAMP_AUDITS`` pages; otherwise a static OVER_REPORTING stands."""
+    seen ``STAMP_AUDITS`` pages; otherwise a static OVER_REPORTING stands. A TRUSTED
+    segment whose precision fell under the bar only by one run's false positives (its
+    ``fp_burst``: a commit that touched many source files without changing their text)
+    stays TRUSTED: one bulk touch is not a habit, a second one is."""
     m, l2 = run.m, run.l2
     precision = m["precision"]
     if (
@@ -421,6 +495,15 @@ def _over_reporting(run: _Run) -> _Result | None:
         and precision < OVER_PRECISION
         and run.static_name in ("PROVISIONAL", "UNVERIFIABLE", "OVER_REPORTING")
     ):
+        habit = l2.tp / (l2.tp + l2.fp - l2.fp_burst) if l2.tp + l2.fp > l2.fp_burst else 1.0
+        if run.previous == "TRUSTED" and habit >= OVER_PRECISION:
+            return run.result(
+                "TRUSTED",
+                f"Kept TRUSTED: {l2.fp_burst:.0f} of the {l2.fp:.0f} lastmod moves without a "
+                "content change came on one run (one edit to many source files, a "
+                f"re-render), not a habit: without them {habit:.0%} of its moves are real "
+                f"changes (recall lower bound {m['recall_lower']:.2f}).",
+            )
         return run.result(
             "OVER_REPORTING",
             f"Across runs, lastmod catches the changes (recall lower bound "

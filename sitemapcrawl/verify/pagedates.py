@@ -367,7 +367,9 @@ def content_fingerprint(html: str) -> tuple[str, int]:
     ``<body>`` is kept, whitespace is collapsed and volatile tokens (dates,
     times, "x minutes ago", view counters, UUIDs, long hex / base64 ids,
     session and CSRF tokens, ad-slot ids, copyright years) are masked
-    before hashing. Only the first :data:`MAX_HTML_BYTES` characters are read.
+    before hashing, with the paths the kept content links to (a link now pointing
+    elsewhere under the same text is a change; another host, query or fragment is not).
+    Only the first :data:`MAX_HTML_BYTES` characters are read.
 
     >>> a = content_fingerprint("<main><p>Price 19 EUR</p><p>1,204 views, 14:02:11</p></main>")
     >>> b = content_fingerprint("<main><p>Price 19 EUR</p><p>1,311 views, 14:05:40</p></main>")
@@ -1056,10 +1058,28 @@ def _fingerprint_tree(root: Any) -> tuple[str, int]:
         text = _normalise(" ".join(t for el in chosen for t in el.itertext()))
     if len(text) < 200:
         body = root.find("body")
-        scope = body if body is not None else root
-        text = _normalise(" ".join(scope.itertext()))
+        chosen = [body if body is not None else root]
+        text = _normalise(" ".join(chosen[0].itertext()))
     masked = _normalise(_mask(text))
-    return _digest(masked), len(masked)
+    links = _mask(" ".join(sorted({k for el in chosen for k in _link_keys(el)})))
+    return _digest(f"{masked}\n{links}" if links else masked), len(masked)
+
+
+def _link_keys(scope: Any) -> Iterator[str]:
+    """The targets of the links in ``scope`` that a change of can matter: the path of each
+    ``<a href>``, without scheme, host, query or fragment (a site served from another
+    origin, a tracking or cache-busting parameter, a jump within the page are no change);
+    a list page whose entries now point elsewhere under the same titles is one."""
+    for href in scope.xpath(".//a/@href"):
+        text = str(href).strip()
+        if not text or text.startswith(("#", "javascript:")):
+            continue
+        try:
+            parts = urlsplit(text)
+        except ValueError:
+            continue
+        if parts.path:
+            yield parts.path
 
 
 def _drop_noise_block(heading: Any) -> None:
