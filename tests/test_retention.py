@@ -12,7 +12,7 @@ from typing import Any
 
 from sitemapcrawl.incremental.retention import prune, size
 from sitemapcrawl.incremental.sitemapfiles import SitemapState
-from sitemapcrawl.incremental.store import StateStore
+from sitemapcrawl.incremental.store import SCHEMA_VERSION, StateStore
 
 ROOT = Path(__file__).resolve().parents[1]
 A, B = "https://a.example", "https://b.example"
@@ -113,7 +113,7 @@ def test_size_counts_rows_and_bytes_per_url(tmp_path: Path) -> None:
     found = size(store)
     store.close()
     assert {k: found[k] for k in ("schema", "sites", "runs", "urls")} == {
-        "schema": 6,
+        "schema": SCHEMA_VERSION,
         "sites": 2,
         "runs": 5,
         "urls": 4,
