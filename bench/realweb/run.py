@@ -917,13 +917,43 @@ def _commit() -> str:
 # --------------------------------------------------------------------------------------
 
 
+COMMANDS = ("prepare", "run", "render", "rescore", "merge")
+
+
+def merge(path: Path, parts: list[Path]) -> None:
+    """Write ``path`` (.json and .md) from runs of parts of the corpus (``--sites``, run
+    side by side): their sites in ``sites.json``'s order, scored together."""
+    loaded = [json.loads(p.read_text(encoding="utf-8")) for p in parts]
+    order = {spec.name: k for k, spec in enumerate(corpus.load_sites())}
+    results = sorted(
+        (site for data in loaded for site in data["sites"]),
+        key=lambda site: order.get(site["name"], len(order)),
+    )
+    metas = [data["meta"] for data in loaded]
+    meta = {
+        "started": " + ".join(m["started"] for m in metas),
+        "command": " and ".join(m["command"] for m in metas),
+        "commit": " / ".join(sorted({m["commit"] for m in metas})),
+        "wall_s": max(m["wall_s"] for m in metas),
+        "cpus": metas[0].get("cpus"),
+        "workdir": " ".join(m["workdir"] for m in metas),
+        "merged": [str(p) for p in parts],
+    }
+    meta["summary"] = summarise(results)
+    path.with_suffix(".json").write_text(
+        json.dumps({"meta": meta, "sites": results}, indent=1, default=str)
+    )
+    path.with_suffix(".md").write_text(markdown(results, meta))
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in ("prepare", "run", "render", "rescore"):
+    if not argv or argv[0] not in COMMANDS:
         argv.insert(0, "run")
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("cmd", choices=("prepare", "run", "render", "rescore"))
+    parser.add_argument("cmd", choices=COMMANDS)
     parser.add_argument("path", nargs="?", help="render, rescore: the results JSON")
+    parser.add_argument("parts", nargs="*", help="merge: the results JSONs to merge into path")
     parser.add_argument("--sites", help="comma-separated site names (default: all)")
     parser.add_argument("--quick", action="store_true", help=f"first {QUICK_DEPLOYS} deploys")
     parser.add_argument("--deploys", type=int, help="first N deploys of each site")
@@ -945,6 +975,9 @@ def main(argv: list[str] | None = None) -> int:
         rescore(data, args.cache)
         path.write_text(json.dumps(data, indent=1, default=str))
         path.with_suffix(".md").write_text(markdown(data["sites"], data["meta"]))
+        return 0
+    if args.cmd == "merge":
+        merge(Path(args.path), [Path(p) for p in args.parts])
         return 0
     if args.cmd == "render":
         data = json.loads(Path(args.path).read_text(encoding="utf-8"))
