@@ -68,7 +68,13 @@ class RefetchDecisions:
             draw=audit_draw(self._run.seed, self._run.run_id, item.url),
             policy=self._run.policy,
             shift=self._run.shift(item.segment),
-            captured=captured(prev) if prev is not None else None,
+            captured=(
+                captured(
+                    prev, self._run.shift(item.segment) or 0.0, self._run.utc_offset(item.segment)
+                )
+                if prev is not None
+                else None
+            ),
             audit_share=self._audit_share(item.segment, standing),
             utc_offset=self._run.utc_offset(item.segment),
             page_history=self._page_history(item.segment, standing, prev),

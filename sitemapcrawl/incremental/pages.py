@@ -167,7 +167,7 @@ class PageObservations:
                 before,
                 prev.fetched_lastmod_raw,
                 compare_raw=True,
-                captured=captured(prev),
+                captured=captured(prev, run.shift(segment) or 0.0, run.utc_offset(segment)),
                 shift=run.shift(segment) or 0.0,
                 utc_offset=run.utc_offset(segment),
             )

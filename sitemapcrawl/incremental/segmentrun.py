@@ -7,8 +7,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sitemapcrawl.sitemaps.dates import parse_feed_date
+from sitemapcrawl.sitemaps.dates import parse_feed_date, parse_lastmod
 from sitemapcrawl.verify.crossrun import Observation
+from sitemapcrawl.verify.schedule import reports_within
 
 if TYPE_CHECKING:
     from sitemapcrawl.incremental.store import UrlState
@@ -48,15 +49,25 @@ def utc(text: str | None) -> dt.datetime | None:
     return parsed.value if parsed is not None else None
 
 
-def captured(prev: UrlState) -> tuple[dt.datetime, dt.datetime] | None:
+def captured(
+    prev: UrlState, shift: float = 0.0, utc_offset: float | None = None
+) -> tuple[dt.datetime, dt.datetime] | None:
     """The window between our last two fetches of a URL when the later one found it
-    changed (a lastmod moving into it later reports that change, already fetched)."""
+    changed and its lastmod had not reported that change yet (a lastmod moving into it
+    later reports that change, already fetched). When the lastmod we saw at that fetch
+    already stood inside the window, it had reported the change: a later value, even one
+    inside the window, is news of another edit (a static site deploys a source commit
+    made before our fetch after it), not a late report."""
     if not prev.intervals or not prev.intervals[-1][1]:
         return None
     end = utc(prev.fetched_at)
     if end is None:
         return None
-    return end - dt.timedelta(seconds=prev.intervals[-1][0]), end
+    window = end - dt.timedelta(seconds=prev.intervals[-1][0]), end
+    seen = parse_lastmod(prev.fetched_lastmod_raw) if prev.fetched_lastmod_raw else None
+    if seen is not None and reports_within(seen, window, shift, utc_offset):
+        return None
+    return window
 
 
 def audits(counts: dict[str, Any]) -> float:
