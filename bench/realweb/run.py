@@ -107,9 +107,15 @@ def spider_command(
         "TELNETCONSOLE_ENABLED=False",
         # AutoThrottle's first delay is seconds per request; the replay answers at once.
         "AUTOTHROTTLE_ENABLED=False",
+        *EXTRA_SETTINGS,
     ):
         cmd += ["-s", setting]
     return cmd
+
+
+#: ``--set NAME=VALUE``: Scrapy settings added to every spider run (a policy to measure
+#: against the defaults, as bench/simweb's ``--spider-arg``).
+EXTRA_SETTINGS: list[str] = []
 
 
 def crawl(
@@ -961,6 +967,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per spider run")
     parser.add_argument("--mirror-root", type=Path, default=corpus.DEFAULT_MIRRORS)
     parser.add_argument("--cache", type=Path, default=corpus.DEFAULT_CACHE)
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Scrapy setting for every spider run (repeatable)",
+    )
     args = parser.parse_args(argv)
     if args.quick and args.deploys is None:
         args.deploys = QUICK_DEPLOYS
@@ -983,6 +996,7 @@ def main(argv: list[str] | None = None) -> int:
         data = json.loads(Path(args.path).read_text(encoding="utf-8"))
         Path(args.path).with_suffix(".md").write_text(markdown(data["sites"], data["meta"]))
         return 0
+    EXTRA_SETTINGS[:] = args.set
     specs = corpus.select(corpus.load_sites(), args.sites)
     if args.cmd == "prepare":
         corpus.prepare(specs, args.mirror_root, args.cache, limit=args.deploys)
