@@ -41,7 +41,7 @@ from bench.realweb import segments as segmentation
 from bench.realweb.server import ReplayServer, port_for
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 REPO = corpus.REPO
 OUT = REPO / "bench" / "out"
@@ -89,8 +89,16 @@ class RunRecord:
 
 
 def spider_command(
-    origin: str, run_dir: Path, state: Path | None, *, incremental: bool, sample: bool
+    origin: str,
+    run_dir: Path,
+    state: Path | None,
+    *,
+    incremental: bool,
+    sample: bool,
+    settings: Sequence[str] = (),
 ) -> list[str]:
+    """The spider's command line; ``settings``: ``--set``'s ``NAME=VALUE`` (a policy to
+    measure against the defaults, as bench/simweb's ``--spider-arg``)."""
     cmd = ["nice", "-n", "10", sys.executable, "-m", "scrapy", "crawl", "sitemap"]
     cmd += ["-a", f"origin={origin}"]
     if sample:
@@ -107,15 +115,10 @@ def spider_command(
         "TELNETCONSOLE_ENABLED=False",
         # AutoThrottle's first delay is seconds per request; the replay answers at once.
         "AUTOTHROTTLE_ENABLED=False",
-        *EXTRA_SETTINGS,
+        *settings,
     ):
         cmd += ["-s", setting]
     return cmd
-
-
-#: ``--set NAME=VALUE``: Scrapy settings added to every spider run (a policy to measure
-#: against the defaults, as bench/simweb's ``--spider-arg``).
-EXTRA_SETTINGS: list[str] = []
 
 
 def crawl(
@@ -127,12 +130,15 @@ def crawl(
     incremental: bool,
     sample: bool = True,
     timeout: float = 600.0,
+    settings: Sequence[str] = (),
 ) -> RunRecord:
     run_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("feed.jsonl", "report.json", "spider.log"):
         (run_dir / stale).unlink(missing_ok=True)
     spec = server.spec
-    cmd = spider_command(server.origin, run_dir, state, incremental=incremental, sample=sample)
+    cmd = spider_command(
+        server.origin, run_dir, state, incremental=incremental, sample=sample, settings=settings
+    )
     started = time.monotonic()
     try:
         with (run_dir / "stdout.txt").open("wb") as out:
@@ -557,11 +563,12 @@ def bench_site(spec: corpus.SiteSpec, args: argparse.Namespace, workdir: Path) -
         for k in range(n):
             server.set_deploy(roots[k], spec.deploys[k].time, k)
             run_dir = site_dir / f"run{k:02d}"
-            rec = crawl(server, k, run_dir, state, incremental=k > 0, timeout=args.timeout)
+            options = {"timeout": args.timeout, "settings": args.set}
+            rec = crawl(server, k, run_dir, state, incremental=k > 0, **options)
             if rec.returncode < -1:  # killed by a signal from outside: once more
                 log(f"{spec.name} deploy {k}: killed ({rec.returncode}); again")
                 server.drop_run(k)
-                rec = crawl(server, k, run_dir, state, incremental=k > 0, timeout=args.timeout)
+                rec = crawl(server, k, run_dir, state, incremental=k > 0, **options)
             records.append(rec)
             log(
                 f"{spec.name} deploy {k} ({rec.clock}): exit {rec.returncode}, "
@@ -580,6 +587,7 @@ def bench_site(spec: corpus.SiteSpec, args: argparse.Namespace, workdir: Path) -
                 incremental=False,
                 sample=False,
                 timeout=args.timeout,
+                settings=args.set,
             )
             result["snapshot"] = {
                 "returncode": snap.returncode,
@@ -945,11 +953,19 @@ def merge(path: Path, parts: list[Path]) -> None:
         "workdir": " ".join(m["workdir"] for m in metas),
         "merged": [str(p) for p in parts],
     }
+    write_results(path, results, meta)
+
+
+def write_results(base: Path, results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    """Score ``results`` together into ``meta``'s summary and write ``base``.json and .md;
+    returns the markdown."""
     meta["summary"] = summarise(results)
-    path.with_suffix(".json").write_text(
+    base.with_suffix(".json").write_text(
         json.dumps({"meta": meta, "sites": results}, indent=1, default=str)
     )
-    path.with_suffix(".md").write_text(markdown(results, meta))
+    text = markdown(results, meta)
+    base.with_suffix(".md").write_text(text)
+    return text
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -996,7 +1012,6 @@ def main(argv: list[str] | None = None) -> int:
         data = json.loads(Path(args.path).read_text(encoding="utf-8"))
         Path(args.path).with_suffix(".md").write_text(markdown(data["sites"], data["meta"]))
         return 0
-    EXTRA_SETTINGS[:] = args.set
     specs = corpus.select(corpus.load_sites(), args.sites)
     if args.cmd == "prepare":
         corpus.prepare(specs, args.mirror_root, args.cache, limit=args.deploys)
@@ -1024,13 +1039,8 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "workdir": str(workdir),
     }
-    meta["summary"] = summarise(results)
     base = OUT / f"realweb-{stamp}"
-    base.with_suffix(".json").write_text(
-        json.dumps({"meta": meta, "sites": results}, indent=1, default=str)
-    )
-    text = markdown(results, meta)
-    base.with_suffix(".md").write_text(text)
+    text = write_results(base, results, meta)
     print(text)
     log(f"wrote {base}.md and .json")
     return 0

@@ -52,6 +52,7 @@ class RefetchDecisions:
         if cut is None:  # since=last and no previous run: all new
             return Decision(True, "new")
         prior = self._prior(item.segment)
+        shift, offset = self._run.shift(item.segment), self._run.utc_offset(item.segment)
         return decide(
             verdict=verdict,
             subset_trusted=bool(standing and standing.counts.get("subset_trusted")),
@@ -67,16 +68,10 @@ class RefetchDecisions:
             prior=prior,
             draw=audit_draw(self._run.seed, self._run.run_id, item.url),
             policy=self._run.policy,
-            shift=self._run.shift(item.segment),
-            captured=(
-                captured(
-                    prev, self._run.shift(item.segment) or 0.0, self._run.utc_offset(item.segment)
-                )
-                if prev is not None
-                else None
-            ),
+            shift=shift,
+            captured=captured(prev, shift or 0.0, offset) if prev is not None else None,
             audit_share=self._audit_share(item.segment, standing),
-            utc_offset=self._run.utc_offset(item.segment),
+            utc_offset=offset,
             page_history=self._page_history(item.segment, standing, prev),
             probe_share=self._probe_share(item.segment, standing),
         )

@@ -248,7 +248,7 @@ class SegmentJudgement:
             pool.fp += l2.fp
             pool.fn += l2.fn
             pool.tn += l2.tn
-            pool.seen += max(l2.seen, l2.fn + l2.tn)
+            pool.seen += l2.audited_runs
             pool.n_unch += l2.n_unch
             pool.runs = max(pool.runs, l2.runs)
         return pool, members

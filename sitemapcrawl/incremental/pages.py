@@ -161,15 +161,16 @@ class PageObservations:
         if changed and moved_validator is not None and not not_modified:
             seg.validator_checks["hit" if moved_validator else "miss"] += 1
         lastmod = parse_lastmod(prev.lastmod_raw) if prev.lastmod_raw else None
+        shift, offset = run.shift(segment) or 0.0, run.utc_offset(segment)
         moved = bool(
             delta_l(
                 lastmod,
                 before,
                 prev.fetched_lastmod_raw,
                 compare_raw=True,
-                captured=captured(prev, run.shift(segment) or 0.0, run.utc_offset(segment)),
-                shift=run.shift(segment) or 0.0,
-                utc_offset=run.utc_offset(segment),
+                captured=captured(prev, shift, offset),
+                shift=shift,
+                utc_offset=offset,
             )
         )
         random = reason in RANDOM_REASONS

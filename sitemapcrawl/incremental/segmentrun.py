@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.sitemaps.dates import parse_feed_date, parse_lastmod
-from sitemapcrawl.verify.crossrun import Observation
+from sitemapcrawl.verify.crossrun import CrossRun, Observation
 from sitemapcrawl.verify.schedule import reports_within
 
 if TYPE_CHECKING:
@@ -76,6 +76,6 @@ def audits(counts: dict[str, Any]) -> float:
 
 
 def audited_url_runs(counts: dict[str, Any]) -> float:
-    """The ΔL = 0 URL-runs a segment's audits saw (decayed; ``CrossRun.seen``): what its
-    miss rate is counted over. Counts stored before they were kept: one run an audit."""
-    return max(float(counts.get("seen", 0.0)), audits(counts))
+    """The ΔL = 0 URL-runs a segment's audits saw (decayed), from its stored L2 counts:
+    what its miss rate is counted over (``CrossRun.audited_runs``)."""
+    return CrossRun.from_dict(counts).audited_runs

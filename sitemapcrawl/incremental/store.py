@@ -276,13 +276,11 @@ class StateStore:
         """The runs of ``origin`` since our previous fetch of ``url`` (this one counted: 1
         when it was fetched on the run before); when that fetch's record was pruned, the
         runs kept, a lower bound."""
-        previous = self.db.execute(
-            "SELECT max(run_id) FROM fetches WHERE origin = ? AND url = ? AND run_id < ?",
-            (origin, url, run_id),
-        ).fetchone()[0]
         count = self.db.execute(
-            "SELECT count(*) FROM runs WHERE origin = ? AND id > ? AND id <= ?",
-            (origin, -1 if previous is None else previous, run_id),
+            "SELECT count(*) FROM runs WHERE origin = ?1 AND id <= ?3 AND id > coalesce(("
+            "SELECT max(run_id) FROM fetches WHERE origin = ?1 AND url = ?2 AND run_id < ?3"
+            "), -1)",
+            (origin, url, run_id),
         ).fetchone()[0]
         return max(int(count), 1)
 

@@ -172,6 +172,12 @@ class CrossRun:
         self.n_unch += n_unchanged
         self.runs += 1
 
+    @property
+    def audited_runs(self) -> float:
+        """The ΔL = 0 URL-runs the audits saw (``seen``), never fewer than the audits: a
+        miss settled on a later run (``incremental.judgement``) adds to FN alone."""
+        return max(self.seen, self.fn + self.tn)
+
     def metrics(self) -> dict[str, Any]:
         """Precision, miss rate (Wilson), recall (point and lower bound), lift.
 
@@ -182,7 +188,7 @@ class CrossRun:
         """
         events = self.tp + self.fp
         audits = self.fn + self.tn
-        seen = max(self.seen, audits)
+        seen = self.audited_runs
         precision = self.tp / events if events else None
         n_a = round(audits)
         n_s = round(seen)
