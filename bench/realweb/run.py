@@ -345,6 +345,7 @@ _CLASS_KEYS = (
     "refetch_marked",
     "refetch_old",
     "refetch_old_changed",
+    "fetched_old",
     "missed",
     "missed_recorded",
 )
@@ -361,7 +362,9 @@ def score_fetches(
     per label verdict (``by_label``), which is how the issue's bound on honest segments
     (label TRUSTED: at most 1.2 x the oracle refetched, 0.5 % of changes missed) is read.
     ``refetch_old``: refetches of pages listed at the previous deploy too (a new page must
-    be fetched whatever its lastmod says; the oracle is the changed pages). ``standing_of(k,
+    be fetched whatever its lastmod says; the oracle is the changed pages). ``fetched_old``:
+    every GET of such a page on the run, whatever asked for it (refetch, sample, panel,
+    audit, link following): what the site paid. ``standing_of(k,
     page)``: the verdict of the page's segment on run k - 1, the one run k's decisions
     used; pages of a TRUSTED label whose segment was TRUSTED then are also counted as
     "TRUSTED, standing TRUSTED" (bench/simweb reads its bound on such segment-runs).
@@ -389,6 +392,7 @@ def score_fetches(
                 ("refetch_marked", refetch),
                 ("refetch_old", refetch & before),
                 ("refetch_old_changed", refetch & before & changed),
+                ("fetched_old", {p for p in before & listed if _captured(p, gets)}),
                 ("missed", missed),
                 ("missed_recorded", missed_recorded),
             ):
@@ -671,6 +675,8 @@ def _label_row(name: str, c: dict[str, int]) -> list[Any]:
     changed, missed, old = c.get("changed", 0), c.get("missed", 0), c.get("refetch_old", 0)
     unrecorded = c.get("missed_recorded", 0)
     ratio = f" ({old / changed:.2f} x)" if changed else ""
+    fetched = c.get("fetched_old", 0)
+    fetched_ratio = f" ({fetched / changed:.2f} x)" if changed else ""
     return [
         name,
         changed,
@@ -679,6 +685,7 @@ def _label_row(name: str, c: dict[str, int]) -> list[Any]:
         c.get("refetch_marked", 0),
         f"{old}{ratio}",
         c.get("refetch_old_changed", 0),
+        f"{fetched}{fetched_ratio}",
     ]
 
 
@@ -780,6 +787,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 "refetch marked",
                 "of listed pages",
                 "of them changed",
+                "all GETs of listed pages",
             ],
             [_label_row(name, c) for name, c in s["by_label"].items()],
         )
