@@ -130,6 +130,7 @@ DEFAULTS: dict[str, Any] = {
     # Incremental runs sample a segment whose lastmod stands verified only this often
     "SITEMAPCRAWL_RESAMPLE_DAYS": 7.0,
     "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 28.0,
+    "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 8,
     # Production
     "SITEMAPCRAWL_PROXY": "",  # every request through this proxy (argument: proxy)
     # Workers sharing a crawl through scrapy-redis (see sitemapcrawl.distributed)

@@ -210,11 +210,13 @@ async def test_every_bad_page_is_counted_and_reasoned_about(
     assert requests.count("/_/status/500") == 2  # RETRY_TIMES = 1
 
 
+@pytest.mark.parametrize("budget", [150, 60])
 @deferred_f_from_coro_f
-async def test_an_undecided_sample_is_escalated_to_60_pages(tmp_path: Path) -> None:
+async def test_an_undecided_sample_is_escalated_to_60_pages(tmp_path: Path, budget: int) -> None:
     """27 of the first 30 pages agree: the Wilson interval straddles 0.80, so the segment
     gets 30 more pages (the same seeded sample, extended) and is judged on 60; a segment
-    whose 30 pages all agree is not escalated."""
+    whose 30 pages all agree is not escalated. With a site budget of 60 the first samples
+    spend it: the undecided segment stays undecided, and the stats say why."""
     from sitemapcrawl.sitemaps.dates import parse_lastmod
     from sitemapcrawl.verify.sampling import SegmentSampler
 
@@ -252,28 +254,45 @@ async def test_an_undecided_sample_is_escalated_to_60_pages(tmp_path: Path) -> N
                 f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{rows}</urlset>'
             )
         items, report, crawler = await crawl_with_report(
-            origin=server.base, sample="on", links="off"
+            settings={"SITEMAPCRAWL_SAMPLE_SITE_BUDGET": budget},
+            origin=server.base,
+            sample="on",
+            links="off",
         )
         requests = server.requests()
     assert len(items) == 200
     assert report is not None
     segments = {s["segment"]: s for s in report["segments"]}
     mixed, fine = segments["/sitemaps/mixed.xml"], segments["/sitemaps/fine.xml"]
+    assert (fine["verdict"], fine["reason"]) == (
+        "PROVISIONAL",
+        "30 of 30 sampled pages agree (Wilson lower bound 0.89 >= 0.80).",
+    )
+    stats = our_stats(crawler)
+    escalation = {k: v for k, v in stats.items() if "/sample/escalat" in k}
+    pages = [r for r in requests if r.startswith(("/mixed/", "/fine/"))]
+    if budget == 60:
+        assert (mixed["verdict"], mixed["reason"]) == (
+            "UNVERIFIABLE",
+            "27 of 30 sampled pages agree (Wilson lower bound 0.74 < 0.80); "
+            "escalate the sample to 60 pages.",
+        )
+        assert sorted(s["url"] for s in mixed["samples"]) == first
+        assert stats["sitemapcrawl/sample/requested_count"] == 60
+        assert escalation == {"sitemapcrawl/sample/escalation_over_budget_count": 1}
+        assert len(pages) == len(set(pages)) == 60
+        return
     assert (mixed["verdict"], mixed["reason"]) == (
         "PROVISIONAL",
         "57 of 60 sampled pages agree (Wilson lower bound 0.86 >= 0.80).",
     )
     assert mixed["outcomes"] == {"AGREE": 57, "LASTMOD_NEWER": 3}
     assert {s["url"] for s in mixed["samples"]} >= set(first)
-    assert (fine["verdict"], fine["reason"]) == (
-        "PROVISIONAL",
-        "30 of 30 sampled pages agree (Wilson lower bound 0.89 >= 0.80).",
-    )
-    stats = our_stats(crawler)
     assert stats["sitemapcrawl/sample/requested_count"] == 90
-    assert stats["sitemapcrawl/sample/escalated_segment_count"] == 1
-    assert stats["sitemapcrawl/sample/escalated_count"] == 30
-    pages = [r for r in requests if r.startswith(("/mixed/", "/fine/"))]
+    assert escalation == {
+        "sitemapcrawl/sample/escalated_segment_count": 1,
+        "sitemapcrawl/sample/escalated_count": 30,
+    }
     assert len(pages) == len(set(pages)) == 90  # each sampled page fetched once
 
 

@@ -149,7 +149,11 @@ async def test_a_segment_without_changes_is_trusted_with_its_site(
     without a miss."""
     built, server = docs_site
     state = tmp_path / "state.sqlite"
-    every_run = {"SITEMAPCRAWL_RESAMPLE_DAYS": 0, "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0}
+    every_run = {
+        "SITEMAPCRAWL_RESAMPLE_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 1,
+    }
     _, report1, _, _ = await run(server, state, sample="on")
     assert verdicts(report1) == {
         DOCS_SEG: "PROVISIONAL",
@@ -197,7 +201,11 @@ async def test_a_pooled_segment_audits_at_its_sites_need(
     unchanged URLs a run."""
     built, server = docs_site
     state = tmp_path / "state.sqlite"
-    every_run = {"SITEMAPCRAWL_RESAMPLE_DAYS": 0, "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0}
+    every_run = {
+        "SITEMAPCRAWL_RESAMPLE_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 1,
+    }
     await run(server, state, sample="on")
     for edited in (range(12), range(12, 24), range(6)):
         built.edit(*edited)

@@ -718,6 +718,28 @@ def test_static_verdict(
     assert verdict.evidence["l0"]["n"] == 500
 
 
+@pytest.mark.parametrize(
+    ("sampled", "urls", "escalate"),
+    [
+        (outcomes(NO_EVIDENCE=30), 500, False),  # 0 of 30: at most 7 of 60 (Wilson 0.11)
+        (outcomes(AGREE=3, NO_EVIDENCE=27), 500, False),  # at most 15 of 60
+        (outcomes(AGREE=5, NO_EVIDENCE=25), 500, True),  # at most 20 of 60
+        (outcomes(AGREE=10, NO_EVIDENCE=20), 500, True),
+        (outcomes(HTTP_301=28, NO_EVIDENCE=2), 500, True),  # 0 of 2 read: unknown
+        (outcomes(NO_EVIDENCE=1), 2, False),  # 2 URLs never carry 20 pages of evidence
+        (outcomes(AGREE=10, NO_EVIDENCE=20), 30, False),  # every URL sampled
+    ],
+)
+def test_too_little_evidence_is_escalated_only_within_reach(
+    sampled: list[str], urls: int, escalate: bool
+) -> None:
+    """A sample with fewer than 20 pages of evidence is escalated to 60 pages only when
+    those could carry 20 at the Wilson upper bound of the share seen."""
+    verdict = static_verdict(l0_of(honest(urls)), sampled, T_REF)
+    assert verdict.name == "UNVERIFIABLE"
+    assert verdict.evidence["escalate"] is escalate
+
+
 def test_static_verdict_evidence() -> None:
     verdict = static_verdict(l0_of(partial()), outcomes(AGREE=25, LASTMOD_NEWER=3), T_REF)
     assert verdict.name == "PARTIAL"

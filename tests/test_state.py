@@ -294,7 +294,11 @@ async def test_cross_run_score_promotes_then_demotes(
     _, report1, _, _ = await run(server, state, sample="on")
     assert verdicts(report1)[POSTS_SEG] == "PROVISIONAL"
     # sample a verified segment every run
-    every_run = {"SITEMAPCRAWL_RESAMPLE_DAYS": 0, "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0}
+    every_run = {
+        "SITEMAPCRAWL_RESAMPLE_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 1,
+    }
 
     built.edit(*range(12))
     _, report2, _, _ = await run(
@@ -764,6 +768,37 @@ async def test_incremental_runs_resample_verified_segments_weekly(
     # a run that is not incremental samples as asked
     _, _, _, log3 = await run(server, state, sample="on")
     assert len(paths(log3, "/posts/")) == POSTS
+
+
+@deferred_f_from_coro_f
+async def test_a_trusted_segment_is_sampled_again_after_days_and_runs(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    """TRUSTED posts are sampled again only when both ``SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS``
+    and ``…_TRUSTED_RUNS`` have passed since their last sample (here 0 days and 3 runs):
+    a site crawled every two weeks is not re-sampled on every other run. In between, the
+    runs fetch none of them (no ``pages=refetch``: no audit either)."""
+    built, server = site
+    state = tmp_path / "state.sqlite"
+    await run(server, state, sample="on")
+    settings = {
+        "SITEMAPCRAWL_RESAMPLE_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 3,
+    }
+    for edited in (range(12), range(12, 24)):
+        built.edit(*edited)
+        _, report, _, log = await run(
+            server, state, settings, sample="on", since="last", pages="refetch"
+        )
+    assert verdicts(report)[POSTS_SEG] == "TRUSTED"
+    sampled = []
+    for _ in range(5):
+        _, report, _, log = await run(server, state, settings, sample="on", since="last")
+        assert verdicts(report)[POSTS_SEG] == "TRUSTED"
+        sampled.append(len(paths(log, "/posts/")))
+    # sampled on the run that made them TRUSTED; then after 3 runs, and again after 3
+    assert sampled == [0, 0, POSTS, 0, 0]
 
 
 @deferred_f_from_coro_f

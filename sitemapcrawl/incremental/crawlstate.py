@@ -21,7 +21,7 @@ from sitemapcrawl.incremental.decisions import RefetchDecisions
 from sitemapcrawl.incremental.judgement import GENERATION_CONFIRM, SegmentJudgement
 from sitemapcrawl.incremental.pages import PageObservations
 from sitemapcrawl.incremental.schema import RUN_BUSY_TIMEOUT, SiteLock, is_locked, writer_waited
-from sitemapcrawl.incremental.segmentrun import SegmentRun, audits, utc
+from sitemapcrawl.incremental.segmentrun import SegmentRun, audits, unsampled_runs, utc
 from sitemapcrawl.incremental.sitemapfiles import SitemapFiles
 from sitemapcrawl.incremental.store import StateError, StateLocked, StateStore
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
@@ -112,6 +112,7 @@ class CrawlState:
         self.resample_trusted = dt.timedelta(
             days=settings.getfloat("SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS")
         )
+        self.resample_trusted_runs = settings.getint("SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS")
         self._rows: list[tuple[str, str, str, str | None, int, bool]] = []
         self.by_segment: defaultdict[str, SegmentRun] = defaultdict(SegmentRun)
         self.server_now: dt.datetime | None = None
@@ -193,8 +194,11 @@ class CrawlState:
 
     def sample_due(self, segment: str, now: dt.datetime, centre: Any = _UNKNOWN) -> bool:
         """On incremental runs, a segment with a standing verdict is sampled again only
-        every ``SITEMAPCRAWL_RESAMPLE_DAYS`` (``…_TRUSTED_DAYS`` once TRUSTED: the audit
-        and, before TRUSTED, the panel keep watching it meanwhile); one without a verdict
+        every ``SITEMAPCRAWL_RESAMPLE_DAYS``; once TRUSTED, when both
+        ``…_TRUSTED_DAYS`` and ``…_TRUSTED_RUNS`` runs have passed (the audit watches it
+        meanwhile; a site crawled every two weeks would otherwise re-sample its TRUSTED
+        segments every other run, the largest cost they had on bench/realweb; before
+        TRUSTED, the panel watches too); one without a verdict
         or UNVERIFIABLE is sampled every run, and a GENERATION_TIME one whose cluster
         stopped moving too. Verdicts the sitemap alone gives and keeps giving are not
         re-sampled: ABSENT and INVALID (nothing to compare pages with; if lastmods appear,
@@ -222,8 +226,12 @@ class CrawlState:
             if self.cluster_moves(segment, centre) == 0:
                 return True  # it stopped on this run
         last = utc(standing.counts.get("sampled_at"))
-        every = self.resample_trusted if standing.verdict == "TRUSTED" else self.resample_after
-        return last is None or now - last >= every
+        if standing.verdict != "TRUSTED":
+            return last is None or now - last >= self.resample_after
+        return last is None or (
+            now - last >= self.resample_trusted
+            and unsampled_runs(standing.counts) + 1 >= self.resample_trusted_runs
+        )
 
     def panel_due(self, segment: str) -> bool:
         """Between samples, a segment whose lastmod is used before the cross-run score

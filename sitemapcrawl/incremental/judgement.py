@@ -93,6 +93,9 @@ class SegmentJudgement:
             l2.extra["sampled_at"] = format_utc(
                 (run.server_now or run.started).replace(microsecond=0)
             )
+            l2.extra["unsampled_runs"] = 0
+        elif standing is not None and "unsampled_runs" in standing.counts:
+            l2.extra["unsampled_runs"] = int(standing.counts["unsampled_runs"]) + 1
         l2.extra["cluster_centre"] = centre
         l2.extra["cluster_moves"] = moves
         name, reason, extra = combine(

@@ -75,6 +75,14 @@ def audits(counts: dict[str, Any]) -> float:
     return float(counts.get("fn", 0.0)) + float(counts.get("tn", 0.0))
 
 
+def unsampled_runs(counts: dict[str, Any]) -> int:
+    """The runs of a segment since its last L1 sample (0: sampled on its last run); a
+    large number when its stored counts predate the count (they are sampled when due by
+    days alone)."""
+    value = counts.get("unsampled_runs")
+    return 1 << 30 if value is None else int(value)
+
+
 def audited_url_runs(counts: dict[str, Any]) -> float:
     """The ΔL = 0 URL-runs a segment's audits saw (decayed), from its stored L2 counts:
     what its miss rate is counted over (``CrossRun.audited_runs``)."""
