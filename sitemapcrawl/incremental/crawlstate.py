@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.incremental.decisions import RefetchDecisions
+from sitemapcrawl.incremental.fetches import FetchStore
 from sitemapcrawl.incremental.judgement import GENERATION_CONFIRM, SegmentJudgement
 from sitemapcrawl.incremental.pages import PageObservations
 from sitemapcrawl.incremental.schema import RUN_BUSY_TIMEOUT, SiteLock, is_locked, writer_waited
@@ -130,6 +131,7 @@ class CrawlState:
         self.site_of: Callable[[str], str] = _one_site
         #: the run's parts: sitemap files, refetch decisions, page fetches, verdicts
         self.sitemaps = SitemapFiles(store.sitemaps, origin, self.run_id, self.seed)
+        self.fetches = FetchStore(store)
         self.decisions = RefetchDecisions(self)
         self.pages_seen = PageObservations(self)
         self.judgement = SegmentJudgement(self)

@@ -80,7 +80,9 @@ class RefetchDecisions:
         """The segment's pooled change-rate prior (cached)."""
         prior = self._priors.get(segment)
         if prior is None:
-            prior = self._priors[segment] = self._run.store.segment_rate(self._run.origin, segment)
+            prior = self._priors[segment] = self._run.fetches.segment_rate(
+                self._run.origin, segment
+            )
         return prior
 
     def untrusted(self, segment: str) -> bool:
@@ -133,7 +135,7 @@ class RefetchDecisions:
             return None
         prior = self._page_priors.get(segment)
         if prior is None:
-            prior = self._page_priors[segment] = self._run.store.segment_rate(
+            prior = self._page_priors[segment] = self._run.fetches.segment_rate(
                 self._run.origin, segment, page_dates=True
             )
         return prev.page_intervals, prior

@@ -179,7 +179,7 @@ class SegmentJudgement:
         to add)."""
         settled: list[str] = []
         result: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for url, segment, raw, since, at, run, counted, moved in self._run.store.open_misses(
+        for url, segment, raw, since, at, run, counted, moved in self._run.fetches.open_misses(
             self._run.origin, self._run.run_id
         ):
             lastmod = parse_lastmod(raw) if raw and moved else None
@@ -202,7 +202,7 @@ class SegmentJudgement:
                 continue
             settled.append(url)
         if settled:
-            self._run.store.settle_misses(self._run.origin, settled)
+            self._run.fetches.settle_misses(self._run.origin, settled)
         return {segment: (late, fn) for segment, (late, fn) in result.items()}
 
     def updated_l2(self, segment: str) -> CrossRun:

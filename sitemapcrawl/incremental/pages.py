@@ -105,7 +105,7 @@ class PageObservations:
             )
             if change is not None:
                 from_dates = change.from_dates
-        run.store.record_fetch(
+        run.fetches.record(
             run.origin,
             run.run_id,
             url,
@@ -189,7 +189,7 @@ class PageObservations:
         if not lagging:
             runs = 1.0
             if random and not moved and not changed:
-                runs = url_runs(run.store.runs_since_fetch(run.origin, prev.url, run.run_id))
+                runs = url_runs(run.fetches.runs_since(run.origin, prev.url, run.run_id))
             seg.observations.append(Observation(moved, changed, random, runs))
         return change
 

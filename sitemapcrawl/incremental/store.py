@@ -21,7 +21,8 @@ What a next run needs, per origin (the site the crawl was started on):
 
 The schema, its migrations and the checks a file passes before use are in
 ``sitemapcrawl.incremental.schema``; the sitemap files' tables in
-``sitemapcrawl.incremental.sitemapfiles``.
+``sitemapcrawl.incremental.sitemapfiles``; what our page fetches write in
+``sitemapcrawl.incremental.fetches``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from sitemapcrawl.sitemaps.dates import format_utc
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Sequence
 
 __all__ = [
     "APPLICATION_ID",
@@ -64,8 +65,6 @@ __all__ = [
 #: URL rows staged at most before ``merge_urls`` writes them into the URL table in one
 #: pass (the staging table is a temporary file: about 250 MB at this many rows).
 MERGE_EVERY = 1_000_000
-#: Fetch intervals kept per URL for its change-rate estimate (the most recent ones).
-MAX_INTERVALS = 32
 
 
 @dataclass(slots=True)
@@ -139,11 +138,6 @@ def _iso(seconds: int | None) -> str | None:
 
 def _intervals(text: str | None) -> list[tuple[float, bool]]:
     return [(float(t), bool(c)) for t, c in json.loads(text)] if text else []
-
-
-def _json_list(values: list[Any]) -> str | None:
-    """A list of intervals as stored: None for none."""
-    return json.dumps(values, separators=(",", ":")) if values else None
 
 
 class StateStore:
@@ -271,18 +265,6 @@ class StateStore:
         return dict(
             zip(("id", "started_at", "server_now", "finished_at", "since"), row, strict=True)
         )
-
-    def runs_since_fetch(self, origin: str, url: str, run_id: int) -> int:
-        """The runs of ``origin`` since our previous fetch of ``url`` (this one counted: 1
-        when it was fetched on the run before); when that fetch's record was pruned, the
-        runs kept, a lower bound."""
-        count = self.db.execute(
-            "SELECT count(*) FROM runs WHERE origin = ?1 AND id <= ?3 AND id > coalesce(("
-            "SELECT max(run_id) FROM fetches WHERE origin = ?1 AND url = ?2 AND run_id < ?3"
-            "), -1)",
-            (origin, url, run_id),
-        ).fetchone()[0]
-        return max(int(count), 1)
 
     def run_count(self, origin: str) -> int:
         return int(
@@ -425,83 +407,6 @@ class StateStore:
             )
         }
 
-    def record_fetch(
-        self,
-        origin: str,
-        run_id: int,
-        url: str,
-        *,
-        fetched_at: str,
-        reason: str,
-        status: int | None,
-        fingerprint: str | None,
-        page_modified: str | None,
-        http_last_modified: str | None,
-        etag: str | None,
-        interval: tuple[float, bool] | None,
-        miss: tuple[str, bool] | None = None,
-        page_intervals: Sequence[tuple[float, bool]] = (),
-    ) -> None:
-        """One page fetched by us; ``interval`` (seconds since our previous fetch, content
-        changed) extends the URL's change history, ``page_intervals`` the one its own dates
-        give. ``miss``: the content changed and the
-        lastmod did not say so: (the previous fetch's time, whether the miss was counted);
-        it waits in the URL's row for a later lastmod that covers it (see
-        :meth:`open_misses`)."""
-        db = self.db
-        db.execute("BEGIN")
-        try:
-            db.execute(
-                "INSERT INTO fetches (origin, url, run_id, fetched_at, reason, status, "
-                "fingerprint, page_modified, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    origin,
-                    url,
-                    run_id,
-                    fetched_at,
-                    reason,
-                    status,
-                    fingerprint,
-                    page_modified,
-                    None if interval is None else int(interval[1]),
-                ),
-            )
-            key = (self.name_id(origin), path_of(origin, url))
-            if fingerprint is not None:
-                row = db.execute(
-                    "SELECT intervals, page_intervals FROM urls WHERE origin = ? AND path = ?", key
-                ).fetchone()
-                intervals = json.loads(row[0]) if row is not None and row[0] else []
-                from_dates = json.loads(row[1]) if row is not None and row[1] else []
-                if interval is not None:
-                    intervals = [*intervals, [round(interval[0], 1), int(interval[1])]]
-                from_dates += [[round(t, 1), int(c)] for t, c in page_intervals]
-                db.execute(
-                    "UPDATE urls SET fetched_at = ?, fingerprint = ?, page_modified = ?, "
-                    "http_last_modified = ?, etag = ?, intervals = ?, page_intervals = ?, "
-                    "fetched_lastmod_raw = lastmod_raw WHERE origin = ? AND path = ?",
-                    (
-                        fetched_at,
-                        fingerprint,
-                        page_modified,
-                        http_last_modified,
-                        etag,
-                        _json_list(intervals[-MAX_INTERVALS:]),
-                        _json_list(from_dates[-MAX_INTERVALS:]),
-                        *key,
-                    ),
-                )
-            if miss is not None:
-                db.execute(
-                    "UPDATE urls SET miss_since = ?, miss_at = ?, miss_run = ?, "
-                    "miss_counted = ? WHERE origin = ? AND path = ?",
-                    (miss[0], fetched_at, run_id, int(miss[1]), *key),
-                )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-
     def segment_size(self, origin: str, segment: str) -> int:
         """URLs of the segment the state knows."""
         key = (self.name_id(origin), self.name_id(segment))
@@ -524,56 +429,6 @@ class StateStore:
                 (*key, run_id),
             )
         ]
-
-    def open_misses(
-        self, origin: str, run_id: int
-    ) -> list[tuple[str, str, str | None, str, str, int, bool, bool]]:
-        """Misses found before this run and not yet settled: (url, segment, lastmod_raw,
-        miss_since, miss_at, miss_run, counted, lastmod moved since the miss)."""
-        return [
-            (
-                url_of(origin, path),
-                self._names[seg],
-                raw,
-                since,
-                at,
-                run,
-                bool(counted),
-                bool(moved),
-            )
-            for path, seg, raw, since, at, run, counted, moved in self.db.execute(
-                "SELECT path, segment, lastmod_raw, miss_since, miss_at, miss_run, "
-                "miss_counted, coalesce(lastmod_changed_run > miss_run, 0) FROM urls "
-                "WHERE origin = ? AND miss_at IS NOT NULL AND miss_run < ?",
-                (self.name_id(origin), run_id),
-            )
-        ]
-
-    def settle_misses(self, origin: str, urls: Iterable[str]) -> None:
-        origin_id = self.name_id(origin)
-        self.db.executemany(
-            "UPDATE urls SET miss_since = NULL, miss_at = NULL, miss_run = NULL, "
-            "miss_counted = NULL WHERE origin = ? AND path = ?",
-            [(origin_id, path_of(origin, url)) for url in urls],
-        )
-
-    def segment_rate(
-        self, origin: str, segment: str, *, page_dates: bool = False
-    ) -> tuple[int, float]:
-        """Changes observed and observation time (seconds) over the segment's URLs: the
-        pooled prior of the per-URL change-rate estimate (``page_dates``: of the one from
-        the pages' own dates)."""
-        column = "page_intervals" if page_dates else "intervals"
-        changes, seconds = 0, 0.0
-        for (intervals,) in self.db.execute(
-            f"SELECT {column} FROM urls WHERE origin = ? AND segment = ? "  # noqa: S608 - one of two column names
-            f"AND {column} IS NOT NULL",
-            (self.name_id(origin), self.name_id(segment)),
-        ):
-            for t, c in json.loads(intervals):
-                changes += int(c)
-                seconds += float(t)
-        return changes, seconds
 
     # -- segments --------------------------------------------------------------------------
 
