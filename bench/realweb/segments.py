@@ -6,7 +6,7 @@ spider's own rule: ``sitemapcrawl.spiders.reading.first_segment`` (``/`` for pag
 root, ``/{year}/`` for date paths, else the first path component), and a group with fewer
 than ``SITEMAPCRAWL_SEGMENT_MIN_URLS`` URLs in its file joins ``/`` (past ``HELD_MAX``
 waiting URLs, the waiting ones and every later URL of a group not grown yet join ``/``).
-:func:`flat_file_segments` replays the grouping loop of ``SitemapReading._urls`` on one
+:func:`flat_file_segments` runs the spider's grouping (``reading.PathGroups``) on one
 file's URLs, in the file's order.
 
 The grouping depends on each deploy's file (a group that grows to 5 URLs becomes a
@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sitemapcrawl.addon import DEFAULTS
-from sitemapcrawl.spiders.reading import HELD_MAX, first_segment
+from sitemapcrawl.spiders.reading import PathGroups, first_segment
 
 from . import truth
 
@@ -34,40 +34,29 @@ _ORIGIN = "http://127.0.0.1"
 MIN_URLS = int(DEFAULTS["SITEMAPCRAWL_SEGMENT_MIN_URLS"])
 
 
-def flat_file_segments(
-    urls: list[str], min_urls: int | None = None, held_max: int = HELD_MAX
-) -> list[str]:
-    """The segment of each URL (a path, with its query) of one flat sitemap file, in order.
+class _Url:
+    __slots__ = ("segment",)
+
+    def __init__(self, segment: str) -> None:
+        self.segment = segment
+
+
+def flat_file_segments(urls: list[str], min_urls: int | None = None) -> list[str]:
+    """The segment of each URL (a path, with its query) of one flat sitemap file, in order:
+    the spider's own grouping (``PathGroups``) on its own names (``first_segment``).
 
     >>> flat_file_segments(["/", "/a/1", "/b/1", "/b/2", "/2018/05/x"], min_urls=2)
     ['/', '/', '/b/', '/b/', '/']
     """
-    if min_urls is None:
-        min_urls = MIN_URLS
-    root = first_segment(_ORIGIN + "/")
-    out = [root] * len(urls)
-    grown = {root}
-    waiting: dict[str, list[int]] = {}
-    grouping, gave_up, held = min_urls > 1, False, 0
-    for i, url in enumerate(urls):
-        seg = first_segment(_ORIGIN + url)
-        if grouping and seg not in grown:
-            group = waiting.setdefault(seg, [])
-            group.append(i)
-            held += 1
-            if len(group) >= min_urls:
-                grown.add(seg)
-                held -= len(group)
-                for j in waiting.pop(seg):
-                    out[j] = seg
-            elif held > held_max:
-                grouping, gave_up = False, True
-                waiting.clear()  # they stay in the root group
-        elif gave_up and seg not in grown:
-            out[i] = root
-        else:
-            out[i] = seg
-    return out  # the groups still waiting at the end are in the root group already
+    groups: PathGroups[_Url] = PathGroups(
+        first_segment(_ORIGIN + "/"), MIN_URLS if min_urls is None else min_urls
+    )
+    out = [_Url(first_segment(_ORIGIN + url)) for url in urls]
+    for url in out:
+        if url.segment not in groups.grown:
+            groups.place(url, None)
+    groups.rest()  # the groups still waiting at the end join the root group
+    return [url.segment for url in out]
 
 
 def deploy_segments(spec: SiteSpec, root: Path) -> dict[str, str]:

@@ -214,7 +214,7 @@ class SitemapReader:
         if self.kind in _NOT_READ:
             # Nothing will be read: a decoding fault (a corrupt gzip that inflated to
             # nothing) explains the kind, so it comes first, then the kind's own.
-            self.faults[:0] = [*self.decoder.faults, self._kind_fault()]
+            self.faults[:0] = [*self.decoder.faults, _kind_fault(self.kind, self.root, self._head)]
         return self.kind  # type: ignore[return-value]
 
     def _root(self, kind: str, text: str) -> None:
@@ -285,26 +285,6 @@ class SitemapReader:
                 )
             )
         return head
-
-    def _kind_fault(self) -> SitemapError:
-        """The fault of a body that is not read (``_NOT_READ``)."""
-        if self.kind == "html":
-            return NotASitemap("the body is an HTML page, not a sitemap")
-        if self.kind == "empty":
-            return EmptyBody("the body is empty")
-        if self.kind == "error_document":
-            said = error_summary(decode_head(self._head[:SNIFF_BYTES])[0])
-            return ErrorDocument(
-                f"the body is an XML error document <{self.root}>"
-                + (f" ({said[:300]!r})" if said else "")
-                + ", not a sitemap"
-            )
-        if self.kind == "unknown_root":
-            return UnknownRoot(
-                f"the body is XML whose root <{self.root}> is not a sitemap's (urlset, "
-                "sitemapindex, rss, feed); nothing was read"
-            )
-        return UnknownFormat("the body is neither XML, a feed nor a text sitemap")
 
     def _body_chunks(self) -> Iterator[bytes]:
         if self._head:
@@ -483,6 +463,28 @@ class SitemapReader:
                     + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
                 )
             )
+
+
+def _kind_fault(kind: str, root: str | None, head: bytes) -> SitemapError:
+    """The fault of a body of ``kind`` that is not read (``_NOT_READ``): its root element
+    and first bytes say what it was."""
+    if kind == "html":
+        return NotASitemap("the body is an HTML page, not a sitemap")
+    if kind == "empty":
+        return EmptyBody("the body is empty")
+    if kind == "error_document":
+        said = error_summary(decode_head(head[:SNIFF_BYTES])[0])
+        return ErrorDocument(
+            f"the body is an XML error document <{root}>"
+            + (f" ({said[:300]!r})" if said else "")
+            + ", not a sitemap"
+        )
+    if kind == "unknown_root":
+        return UnknownRoot(
+            f"the body is XML whose root <{root}> is not a sitemap's (urlset, "
+            "sitemapindex, rss, feed); nothing was read"
+        )
+    return UnknownFormat("the body is neither XML, a feed nor a text sitemap")
 
 
 def _not_utf8(head: bytes, whole: bool) -> bool:

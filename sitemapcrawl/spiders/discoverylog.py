@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from sitemapcrawl.crawlcontext import CrawlContext
+    from sitemapcrawl.sitemaps import SitemapReader
     from sitemapcrawl.spiders.arguments import CrawlArguments
     from sitemapcrawl.spiders.frontier import SitemapTask
 
@@ -238,6 +239,22 @@ def fault_stat(code: str) -> str:
     return GLUE_FAULTS[key].stat.replace("{code}", code)
 
 
+class ScopeDrops:
+    """A file's URLs out of scope: how many for each reason, and the hosts of those on
+    another host (named in the report when most are dropped)."""
+
+    __slots__ = ("by_reason", "hosts")
+
+    def __init__(self) -> None:
+        self.by_reason: dict[str, int] = {}
+        self.hosts: Counter[str] = Counter()
+
+    def add(self, why: str, loc: str) -> None:
+        self.by_reason[why] = self.by_reason.get(why, 0) + 1
+        if why == "other_host":
+            self.hosts[loc.split("/", 3)[2]] += 1
+
+
 class DiscoveryLog:
     """What the site report says about discovery: faults, top-level files, URLs listed
     twice; and the ``sitemapcrawl/`` stats, with each site's share in a crawl over several.
@@ -332,6 +349,27 @@ class DiscoveryLog:
         else:
             self.inc(site, "sitemaps/loop_count")
             self.log_once("loop", task.url, f"redirects to {target}, already read; loop cut", site)
+
+    def file_read(
+        self, reader: SitemapReader, site: str, emitted: int, duplicates: int, drops: ScopeDrops
+    ) -> None:
+        """A file's counts once it is read (or its reading stopped): its items (those past
+        the last multiple of 1,024: the rest were counted on the way), duplicates, URLs out
+        of scope and their hosts, entries, children, faults (each logged once)."""
+        self.inc(site, "urls/found_count", emitted & 1023)
+        if duplicates:
+            self.inc(site, "urls/duplicate_count", duplicates)
+        for why, count in drops.by_reason.items():
+            self.inc(site, f"scope/dropped_count/{why}", count)
+        for name, count in reader.counts.items():
+            self.inc(site, f"entries/{name}_count", count)
+        if reader.sitemaps:
+            self.inc(site, "children/listed_count", reader.sitemaps)
+        for fault in reader.faults:
+            self.inc(site, f"errors/{fault.code}_count")
+            self.log_once(fault.code, reader.url, fault.message, site)
+        if drops.hosts:
+            self.dropped_hosts(site, drops.hosts)
 
     def dropped_hosts(self, site: str, hosts: Counter[str]) -> None:
         """URLs of ``site``'s sitemaps dropped as another host's, by host."""

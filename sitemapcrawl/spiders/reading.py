@@ -8,15 +8,11 @@ first by the index's ``<lastmod>``.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
-from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from scrapy import Request
 from scrapy.exceptions import CloseSpider
-from w3lib.url import canonicalize_url
 
 from sitemapcrawl import meta
 from sitemapcrawl.crawlcontext import PendingReport
@@ -26,10 +22,11 @@ from sitemapcrawl.sitemaps.decompress import BodyDecoder, is_gzip
 from sitemapcrawl.sitemaps.errors import SitemapError
 from sitemapcrawl.sitemaps.scope import dedupe_key
 from sitemapcrawl.sitemaps.seen import SeenUrls
+from sitemapcrawl.spiders.children import IndexChildren
+from sitemapcrawl.spiders.discoverylog import ScopeDrops
 from sitemapcrawl.spiders.replay import SitemapReplay, clock_headers
 
 if TYPE_CHECKING:
-    import datetime as dt
     import re
     from collections.abc import Callable, Iterable, Iterator
 
@@ -91,14 +88,6 @@ def _site_first_segment(site: str, url: str) -> str:
     return site + first_segment(url)
 
 
-def _file_segment(url: str, site: str) -> str:
-    """A child sitemap's name as a segment: its path (and query), or its URL on another host."""
-    parts = urlsplit(url)
-    if parts.netloc.lower() != urlsplit(site).netloc.lower():
-        return url
-    return parts.path + (f"?{parts.query}" if parts.query else "")
-
-
 def file_limits(settings: BaseSettings) -> Limits:
     """The limits every sitemap file is read within (``SITEMAPCRAWL_MAX_SIZE``,
     ``..._MAX_URLS_PER_FILE``, ``..._KEEP_EXCESS_URLS``, ``..._MAX_LOC_LENGTH``)."""
@@ -110,10 +99,60 @@ def file_limits(settings: BaseSettings) -> Limits:
     )
 
 
-def _child_time(child: SitemapRef) -> dt.datetime:
-    assert child.lastmod is not None
-    assert child.lastmod.value is not None
-    return child.lastmod.value
+class _Grouped(Protocol):
+    segment: str
+
+
+_T = TypeVar("_T", bound=_Grouped)
+
+
+class PathGroups(Generic[_T]):
+    """A flat file's URLs grouped by the shape of their path (``first_segment``): a group
+    is a segment from its ``min_urls``-th URL on (``SITEMAPCRAWL_SEGMENT_MIN_URLS``); its
+    first ones wait for it, and the groups still smaller at the file's end join the root
+    group (they go out then). At most ``HELD_MAX`` items wait: past that, the waiting ones
+    and every later URL of a group not grown yet join the root group at once (memory
+    stays bounded)."""
+
+    __slots__ = ("gave_up", "grown", "held", "min_urls", "root", "waiting")
+
+    def __init__(self, root: str, min_urls: int) -> None:
+        self.root = root
+        self.min_urls = min_urls
+        self.grown: set[str] = {root}  # the groups that are segments: their items go out
+        self.waiting: dict[str, list[tuple[_T, Any]]] = {}
+        self.held = 0
+        self.gave_up = False
+
+    def place(self, item: _T, entry: Any) -> list[tuple[_T, Any]] | None:
+        """An item of a group not grown yet, with what goes out with it (the spider: its
+        entry): the items that go out now (none while it waits); None when it goes out as
+        it is. bench/realweb's ``segments.py`` names its labels' segments with it."""
+        if self.gave_up:
+            item.segment = self.root  # grouping was given up in this file
+            return [(item, entry)]
+        group = self.waiting.setdefault(item.segment, [])
+        group.append((item, entry))
+        self.held += 1
+        if len(group) >= self.min_urls:
+            self.grown.add(item.segment)
+            self.held -= len(group)
+            return self.waiting.pop(item.segment)
+        if self.held > HELD_MAX:
+            self.gave_up = True
+            return self.rest()
+        return []
+
+    def rest(self) -> list[tuple[_T, Any]]:
+        """The items still waiting, in the root group; none wait after."""
+        pairs = []
+        for group in self.waiting.values():
+            for item, _ in group:
+                item.segment = self.root
+            pairs += group
+        self.waiting.clear()
+        self.held = 0
+        return pairs
 
 
 class SitemapReading:
@@ -149,9 +188,7 @@ class SitemapReading:
         self._args = args
         self._log = log
         self._frontier = frontier
-        self._sitemap_request = sitemap_request
         self._page_callbacks = page_callbacks
-        self._follow = follow
         self._alternate_links = alternate_links
         self._entry_filter = entry_filter
         self._proxy_meta = args.proxy_meta
@@ -159,8 +196,14 @@ class SitemapReading:
         self._maxsize = settings.getint("SITEMAPCRAWL_MAX_DOWNLOAD_SIZE")
         self._read_deadline = settings.getfloat("SITEMAPCRAWL_READ_DEADLINE")
         self._deduplicate = settings.getbool("SITEMAPCRAWL_DEDUPLICATE")
-        self._index_trust_min = settings.getint("SITEMAPCRAWL_INDEX_TRUST_MIN")
-        self._index_audit = settings.getfloat("SITEMAPCRAWL_INDEX_AUDIT_SHARE")
+        self.children = IndexChildren(
+            context=context,
+            args=args,
+            log=log,
+            settings=settings,
+            sitemap_request=sitemap_request,
+            follow=follow,
+        )
         self._group_min = settings.getint("SITEMAPCRAWL_SEGMENT_MIN_URLS")
         self.seen = SeenUrls()
         self.urls_emitted = 0
@@ -182,6 +225,7 @@ class SitemapReading:
         """Read through the state file: 304s and unchanged children from stored bodies."""
         self._state = state
         self._replay = SitemapReplay(state, self._frontier, self._log, self.read)
+        self.children.state, self.children.replay = state, self._replay
 
     # -- a response ----------------------------------------------------------------------
 
@@ -339,41 +383,25 @@ class SitemapReading:
                 self._state.sitemaps.save_children(
                     task.url, [(c.loc, c.lastmod.raw if c.lastmod else None) for c in children]
                 )
-            yield from self._child_requests(children, task, reader.url, clock)
+            yield from self.children.requests(children, task, reader.url, clock)
 
     def _urls(
         self, reader: SitemapReader, task: SitemapTask, children: list[SitemapRef]
     ) -> Iterator[Any]:
         """One item per URL in scope and not listed before; children are put aside."""
         url_callbacks = self._page_callbacks
-        entries: Iterable[UrlEntry | SitemapRef] = reader
-        if self._entry_filter is not None:
-            entries = filtered_entries(reader, self._entry_filter)
         sitemap_url = reader.url
         policy = self._context.scope_policy(task.site)
         usual = policy.prefixes
         declared, segment = task.declared_in_robots, task.segment
-        segment_of: Callable[[str], str] = first_segment
-        if segment is None and self._args.multi_site:
-            segment_of = partial(_site_first_segment, task.site.rstrip("/"))
-        # A flat file's groups by path shape: a group is a segment from its
-        # SITEMAPCRAWL_SEGMENT_MIN_URLS-th URL on; its first ones wait for it, and the
-        # groups still smaller at the file's end join the root group (they go out then).
-        # At most HELD_MAX items wait: past that, the waiting ones and every later URL of a
-        # group not grown yet join the root group at once (memory stays bounded).
-        grouping = segment is None and self._group_min > 1
-        root = segment_of(task.site.rstrip("/") + "/")
-        grown: set[str] = {root}
-        waiting: dict[str, list[tuple[SitemapUrlItem, UrlEntry]]] = {}
-        held, gave_up = 0, False
+        segment_of, groups = self._segment_names(task)
         parent_lastmod, depth, found_via = task.parent_lastmod, task.depth, task.found_via
         seen, dedupe, max_urls = self.seen, self._deduplicate, self._args.max_urls
         emitted = duplicates = 0
-        dropped: dict[str, int] = {}
-        dropped_hosts: Counter[str] = Counter()
+        drops = ScopeDrops()
         protocol_limit = self.limits.max_urls
         try:
-            for entry in entries:
+            for entry in self._entries(reader):
                 if type(entry) is SitemapRef:
                     children.append(entry)
                     continue
@@ -384,9 +412,7 @@ class SitemapReading:
                 loc = entry.loc
                 why = policy.reason(loc, sitemap_url, declared)
                 if why is not None:
-                    dropped[why] = dropped.get(why, 0) + 1
-                    if why == "other_host":  # named in the report when most are dropped
-                        dropped_hosts[loc.split("/", 3)[2]] += 1
+                    drops.add(why, loc)
                     continue
                 # two spellings of one host (case, a trailing dot, a default port): one URL
                 if dedupe and not seen.add(loc if loc.startswith(usual) else dedupe_key(loc)):
@@ -394,9 +420,7 @@ class SitemapReading:
                     self._log.listed_again(loc, sitemap_url)
                     continue
                 lastmod = entry.lastmod
-                flags = []
-                if entry.relative:
-                    flags.append("relative_loc")
+                flags = ["relative_loc"] if entry.relative else []
                 if reader.urls > protocol_limit:
                     flags.append("beyond_protocol_limit")
                 item = SitemapUrlItem(
@@ -422,20 +446,12 @@ class SitemapReading:
                 emitted += 1
                 if not emitted & 1023:  # keep the live count (progress lines) current
                     self._log.inc(task.site, "urls/found_count", 1024)
-                if grouping and item.segment not in grown:
-                    group = waiting.setdefault(item.segment, [])
-                    group.append((item, entry))
-                    held += 1
-                    if len(group) >= self._group_min:
-                        grown.add(item.segment)
-                        held -= len(group)
-                        yield from self._items(waiting.pop(item.segment))
-                    elif held > HELD_MAX:
-                        grouping, gave_up = False, True
-                        yield from self._to_root(waiting, root)
-                elif gave_up and item.segment not in grown:
-                    item.segment = root  # grouping was given up in this file
-                    yield from self._items([(item, entry)])
+                if (
+                    groups is not None
+                    and item.segment not in groups.grown
+                    and (ready := groups.place(item, entry)) is not None
+                ):
+                    yield from self._items(ready)
                 else:
                     yield item
                     if url_callbacks:
@@ -443,12 +459,31 @@ class SitemapReading:
                 if max_urls and self.urls_emitted + emitted >= max_urls:
                     self.closing = True
                     break
-            yield from self._to_root(waiting, root)  # the small groups, together
+            if groups is not None:
+                yield from self._items(groups.rest())  # the small groups, together
         finally:
             self.urls_emitted += emitted
-            self._record(reader, task.site, emitted, duplicates, dropped)
-            if dropped_hosts:
-                self._log.dropped_hosts(task.site, dropped_hosts)
+            self._log.file_read(reader, task.site, emitted, duplicates, drops)
+
+    def _entries(self, reader: SitemapReader) -> Iterable[UrlEntry | SitemapRef]:
+        """The file's entries, or those a ``sitemap_filter`` kept."""
+        if self._entry_filter is None:
+            return reader
+        return filtered_entries(reader, self._entry_filter)
+
+    def _segment_names(
+        self, task: SitemapTask
+    ) -> tuple[Callable[[str], str], PathGroups[SitemapUrlItem] | None]:
+        """How the file's URLs are named as segments when it has no segment of its own
+        (not a child of an index): by the shape of their path (after their site on a crawl
+        over several sites), grouped (:class:`PathGroups`) unless
+        ``SITEMAPCRAWL_SEGMENT_MIN_URLS`` is 1."""
+        segment_of: Callable[[str], str] = first_segment
+        if task.segment is None and self._args.multi_site:
+            segment_of = partial(_site_first_segment, task.site.rstrip("/"))
+        if task.segment is None and self._group_min > 1:
+            return segment_of, PathGroups(segment_of(task.site.rstrip("/") + "/"), self._group_min)
+        return segment_of, None
 
     def _close(self) -> Iterator[Any]:
         """``max_urls`` reached: the site reports go out now (after the URLs before them,
@@ -462,17 +497,6 @@ class SitemapReading:
                 yield PendingReport(root)
         raise CloseSpider("max_urls")
 
-    def _to_root(
-        self, waiting: dict[str, list[tuple[SitemapUrlItem, UrlEntry]]], root: str
-    ) -> Iterator[Any]:
-        """The items waiting for their group to grow, in the root group, and their pages'
-        requests; ``waiting`` is emptied."""
-        for group in waiting.values():
-            for item, _ in group:
-                item.segment = root
-        yield from self._items(pair for group in waiting.values() for pair in group)
-        waiting.clear()
-
     def _items(self, pairs: Iterable[tuple[SitemapUrlItem, UrlEntry]]) -> Iterator[Any]:
         """Items held back with their entries, and their pages' requests."""
         url_callbacks = self._page_callbacks
@@ -480,28 +504,6 @@ class SitemapReading:
             yield item
             if url_callbacks:
                 yield from self._page_requests(entry)
-
-    def _record(
-        self,
-        reader: SitemapReader,
-        site: str,
-        emitted: int,
-        duplicates: int,
-        dropped: dict[str, int],
-    ) -> None:
-        log = self._log
-        log.inc(site, "urls/found_count", emitted & 1023)  # the rest was counted live
-        if duplicates:
-            log.inc(site, "urls/duplicate_count", duplicates)
-        for why, count in dropped.items():
-            log.inc(site, f"scope/dropped_count/{why}", count)
-        for name, count in reader.counts.items():
-            log.inc(site, f"entries/{name}_count", count)
-        if reader.sitemaps:
-            log.inc(site, "children/listed_count", reader.sitemaps)
-        for fault in reader.faults:
-            log.inc(site, f"errors/{fault.code}_count")
-            log.log_once(fault.code, reader.url, fault.message, site)
 
     def _page_requests(self, entry: UrlEntry) -> Iterator[Request]:
         """A subclass's ``sitemap_rules``: requests for the pages whose URL matches."""
@@ -513,66 +515,6 @@ class SitemapReading:
                 if regex.search(loc):
                     yield Request(loc, callback=callback, meta=dict(self._proxy_meta))
                     break
-
-    # -- children ------------------------------------------------------------------------
-
-    def _child_requests(
-        self,
-        children: list[SitemapRef],
-        task: SitemapTask,
-        sitemap_url: str,
-        clock: Headers | None = None,
-    ) -> Iterator[Any]:
-        """An index's children, newest first by its ``<lastmod>`` (undated ones last, in
-        document order); an unchanged child of a trusted index is read from the state file."""
-        max_depth = self._args.max_depth
-        if task.depth + 1 > max_depth > 0:
-            self._log.inc(task.site, "limits/max_depth_count", len(children))
-            message = f"index deeper than max_depth={max_depth}; children skipped"
-            self._log.log_once("max_depth", sitemap_url, message, task.site)
-            return
-        dated = [c for c in children if c.lastmod is not None and c.lastmod.value is not None]
-        undated = [c for c in children if c.lastmod is None or c.lastmod.value is None]
-        dated.sort(key=_child_time, reverse=True)
-        chain = (*task.chain, canonicalize_url(sitemap_url))
-        state, replay = self._state, self._replay
-        trusted = state is not None and state.sitemaps.trusted(task.url, self._index_trust_min)
-        for rank, child in enumerate(dated + undated):
-            if not any(regex.search(child.loc) for regex in self._follow):
-                self._log.inc(task.site, "sitemaps/not_followed_count")
-                continue
-            child_task = self._child_task(task, child, chain)
-            if trusted and replay is not None and replay.unchanged_child(child_task):
-                assert state is not None
-                if state.sitemaps.audit_draw(child_task.url) >= self._index_audit:
-                    yield from replay.skip_child(child_task, clock)
-                    continue
-                # fetched (conditionally) all the same: a child that changed while its
-                # index lastmod stood still ends the index's trust
-                self._log.inc(task.site, "state/audited_children_count")
-            if request := self._sitemap_request(child_task, -rank - task.depth * 1000):
-                yield request
-
-    def _child_task(
-        self, task: SitemapTask, child: SitemapRef, chain: tuple[str, ...]
-    ) -> SitemapTask:
-        """A child sitemap's task: one level deeper, its own segment."""
-        segment = _file_segment(child.loc, task.site)
-        if self._args.multi_site and segment.startswith("/"):
-            segment = task.site.rstrip("/") + segment
-        child_task = replace(
-            task,
-            url=child.loc,
-            depth=task.depth + 1,
-            parent_lastmod=child.lastmod.iso if child.lastmod else None,
-            segment=segment,
-            chain=chain,
-            probe=False,
-            parent=task.url,
-        )
-        if self._args.multi_site:
-            self._context.segment_sites.setdefault(segment, task.site)
-        return child_task
 
     # -- pause and resume ----------------------------------------------------------------
 
