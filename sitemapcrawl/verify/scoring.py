@@ -556,14 +556,9 @@ class SegmentL0Accumulator:
         centre = None if span is None else span[0] + (span[1] - span[0]) / 2
 
         max_lastmod = max(by_value, default=None)
-        candidates: dict[str, datetime | None] = {
-            "last_modified": sitemap_last_modified,
-            "index_lastmod": index_lastmod,
-        }
-        for i, moment in enumerate(generation_times):
-            candidates[f"generation_time_{i}"] = moment
-        candidates["max_lastmod"] = max_lastmod
-        alignment_s, source, gen_alignment_s = _alignment(span, candidates)
+        alignment_s, source, gen_alignment_s = _alignment(
+            span, _candidates(sitemap_last_modified, index_lastmod, generation_times, max_lastmod)
+        )
         tz_k, tz_share = _dominant_shift(tz_votes, future)
 
         return SegmentL0(
@@ -631,6 +626,23 @@ def _spread(
                 if value >= start:
                     recency[name] += count
     return native, by_value, future, tz_votes, recency
+
+
+def _candidates(
+    sitemap_last_modified: datetime | None,
+    index_lastmod: datetime | None,
+    generation_times: Iterable[datetime],
+    max_lastmod: datetime | None,
+) -> dict[str, datetime | None]:
+    """The generation-time candidates a cluster is aligned with, by name, in order."""
+    candidates: dict[str, datetime | None] = {
+        "last_modified": sitemap_last_modified,
+        "index_lastmod": index_lastmod,
+    }
+    for i, moment in enumerate(generation_times):
+        candidates[f"generation_time_{i}"] = moment
+    candidates["max_lastmod"] = max_lastmod
+    return candidates
 
 
 def _alignment(
@@ -1212,6 +1224,22 @@ def stamp_cluster(l0: SegmentL0, site: SiteView | None = None) -> tuple[datetime
     return None
 
 
+def _l1_shift(counts: Counter[str], disagreeing: int) -> tuple[Counter[int], int | None, int]:
+    """L1 hour shifts: the pages per whole-hour shift k, and the dominant k among the
+    disagreeing pages with its count (None, 0 when under ``TZ_CONSISTENT_SHARE`` of them)."""
+    tz_counts: Counter[int] = Counter()
+    for outcome, count in counts.items():
+        k = _tz_k(outcome)
+        if k is not None:
+            tz_counts[k] += count
+    if not tz_counts:
+        return tz_counts, None, 0
+    l1_k, l1_k_count = max(tz_counts.items(), key=lambda kv: (kv[1], -abs(kv[0]), kv[0]))
+    if l1_k_count < TZ_CONSISTENT_SHARE * disagreeing:
+        return tz_counts, None, 0
+    return tz_counts, l1_k, l1_k_count
+
+
 @dataclass(frozen=True)
 class _Sample:
     """What the verdict rules read: one fetch's L0 metrics and signals, the outcomes of the
@@ -1287,19 +1315,8 @@ class _Sample:
             **({"site": site.as_dict()} if site is not None and site.segments > 1 else {}),
             **({"archive_days": round(archive, 1)} if archive is not None else {}),
         }
-        # L1 hour shifts: the dominant k among disagreeing pages.
         disagreeing = n_ev - counts[AGREE]
-        tz_counts: Counter[int] = Counter()
-        for outcome, count in counts.items():
-            k = _tz_k(outcome)
-            if k is not None:
-                tz_counts[k] += count
-        l1_k: int | None = None
-        l1_k_count = 0
-        if tz_counts:
-            l1_k, l1_k_count = max(tz_counts.items(), key=lambda kv: (kv[1], -abs(kv[0]), kv[0]))
-            if l1_k_count < TZ_CONSISTENT_SHARE * disagreeing:
-                l1_k, l1_k_count = None, 0
+        tz_counts, l1_k, l1_k_count = _l1_shift(counts, disagreeing)
         newer = counts[LASTMOD_NEWER]
         signalled = "generation_time_suspected" in signals or archive is not None
         return cls(
