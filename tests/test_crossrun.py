@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -13,6 +15,9 @@ from sitemapcrawl.verify.schedule import (
     DAY,
     Decision,
     Policy,
+    RunWindow,
+    SegmentStanding,
+    UrlHistory,
     change_probability,
     change_rate,
     decide,
@@ -253,10 +258,12 @@ def test_no_sample_keeps_the_standing_verdict() -> None:
 QUIET = [(2 * DAY, False)] * 3  # three fetch intervals without a change
 
 
-def run_decide(**over: object) -> Decision:
-    args: dict[str, object] = {
+def run_decide(**over: Any) -> Decision:
+    """``decide`` on a TRUSTED URL fetched two days ago, its lastmod still, with ``over``'s
+    fields changed (any field of ``UrlHistory``, ``SegmentStanding`` or ``RunWindow``,
+    ``lastmod``, ``draw``, or ``known``)."""
+    args: dict[str, Any] = {
         "verdict": "TRUSTED",
-        "subset_trusted": False,
         "lastmod": parse_lastmod("2026-11-20T00:00:00Z"),
         "known": True,
         "previous_raw": "2026-11-20T00:00:00Z",
@@ -265,13 +272,21 @@ def run_decide(**over: object) -> Decision:
         "now": NOW,
         "last_refetch": NOW - timedelta(days=2),
         "last_fetch": NOW - timedelta(days=2),
-        "intervals": [],
-        "prior": (0, 0.0),
         "draw": 0.5,
         "policy": Policy(),
     }
     args.update(over)
-    return decide(**args)  # type: ignore[arg-type]
+
+    def pick(cls: type) -> dict[str, Any]:
+        return {f.name: args.pop(f.name) for f in fields(cls) if f.name in args}
+
+    history_fields = pick(UrlHistory)
+    history = UrlHistory(**history_fields) if args.pop("known") else None
+    segment = SegmentStanding(**pick(SegmentStanding))
+    run = RunWindow(**pick(RunWindow))
+    decision = decide(args.pop("lastmod"), history, segment, run, args.pop("draw"))
+    assert not args, f"unknown fields {sorted(args)}"
+    return decision
 
 
 @pytest.mark.parametrize(

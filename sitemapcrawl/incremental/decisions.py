@@ -8,6 +8,9 @@ from sitemapcrawl.incremental.segmentrun import audited_url_runs, audits, captur
 from sitemapcrawl.verify.crossrun import DECAY
 from sitemapcrawl.verify.schedule import (
     Decision,
+    RunWindow,
+    SegmentStanding,
+    UrlHistory,
     audit_draw,
     change_probability,
     change_rate,
@@ -51,30 +54,29 @@ class RefetchDecisions:
         verdict = standing.verdict if standing is not None else None
         if cut is None:  # since=last and no previous run: all new
             return Decision(True, "new")
-        prior = self._prior(item.segment)
         shift, offset = self._run.shift(item.segment), self._run.utc_offset(item.segment)
-        return decide(
-            verdict=verdict,
+        history = None
+        if prev is not None:
+            history = UrlHistory(
+                prev.lastmod_raw,
+                last_refetch=utc(prev.last_refetch_at),
+                last_fetch=utc(prev.fetched_at),
+                intervals=prev.intervals,
+                captured=captured(prev, shift or 0.0, offset),
+                page_history=self._page_history(item.segment, standing, prev),
+            )
+        segment = SegmentStanding(
+            verdict,
             subset_trusted=bool(standing and standing.counts.get("subset_trusted")),
-            lastmod=lastmod,
-            known=prev is not None,
-            previous_raw=prev.lastmod_raw if prev is not None else None,
-            since=cut,
-            since_last=self._run.since_last,
-            now=now,
-            last_refetch=utc(prev.last_refetch_at) if prev is not None else None,
-            last_fetch=utc(prev.fetched_at) if prev is not None else None,
-            intervals=prev.intervals if prev is not None else (),
-            prior=prior,
-            draw=audit_draw(self._run.seed, self._run.run_id, item.url),
-            policy=self._run.policy,
+            prior=self._prior(item.segment),
             shift=shift,
-            captured=captured(prev, shift or 0.0, offset) if prev is not None else None,
             audit_share=self._audit_share(item.segment, standing),
             utc_offset=offset,
-            page_history=self._page_history(item.segment, standing, prev),
             probe_share=self._probe_share(item.segment, standing),
         )
+        run = RunWindow(cut, self._run.since_last, now, self._run.policy)
+        draw = audit_draw(self._run.seed, self._run.run_id, item.url)
+        return decide(lastmod, history, segment, run, draw)
 
     def _prior(self, segment: str) -> tuple[int, float]:
         """The segment's pooled change-rate prior (cached)."""

@@ -58,6 +58,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -67,13 +68,16 @@ from sitemapcrawl.verify.crossrun import TRUSTING, Z_L2
 from sitemapcrawl.verify.scoring import TZ_SLACK, lastmod_interval, wilson
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable
 
     from sitemapcrawl.sitemaps.dates import LastMod
 
 __all__ = [
     "Decision",
     "Policy",
+    "RunWindow",
+    "SegmentStanding",
+    "UrlHistory",
     "audit_draw",
     "change_probability",
     "change_rate",
@@ -517,94 +521,141 @@ def change_probability(rate: float, seconds: float) -> float:
     return -math.expm1(-rate * max(seconds, 0.0))
 
 
-def decide(
-    *,
-    verdict: str | None,
-    subset_trusted: bool,
-    lastmod: LastMod | None,
-    known: bool,
-    previous_raw: str | None,
-    since: datetime,
-    since_last: bool,
-    now: datetime,
-    last_refetch: datetime | None,
-    last_fetch: datetime | None,
-    intervals: Sequence[tuple[float, bool]],
-    prior: tuple[int, float],
-    draw: float,
-    policy: Policy,
-    shift: float | None = None,
-    captured: tuple[datetime, datetime] | None = None,
-    audit_share: float | None = None,
-    utc_offset: float | None = None,
-    page_history: tuple[Sequence[tuple[float, bool]], tuple[int, float]] | None = None,
-    probe_share: float | None = None,
-) -> Decision:
-    """One URL's refetch decision (see the module docstring).
+@dataclass(frozen=True, slots=True)
+class RunWindow:
+    """The run a decision is made on: the cut (``since``), whether the cut is the previous
+    run (``since_last``: a changed raw value also counts), the run's clock and its policy."""
 
-    ``known``: the state has the URL from an earlier run; ``since_last``: the cut is the
-    previous run (so a changed raw value also counts); ``draw``: :func:`audit_draw`;
-    ``shift``: a TZ_SHIFT segment's offset in seconds (lastmod minus the truth): its lastmod
-    is used corrected, with the PROVISIONAL audit; ``captured``: see :func:`delta_l`;
-    ``audit_share``: the segment's audit share when set (a TRUSTED one's, see
-    :func:`trusted_audit_share`; a PROVISIONAL one's first audit), else the policy's;
-    ``utc_offset``: see :func:`delta_l`; ``page_history``: the URL's page-date change
-    history and its segment's pooled prior, when the segment's page dates are verified
-    (see :func:`page_date_intervals`): the rate is estimated from it, and one fetch is
-    enough to start; ``probe_share``: the share of an untrusted segment's URLs the rates
-    leave that are fetched anyway (``probe``, drawn with ``draw``), set when the crawl
-    fetches the pages itself.
-    """
-    if not known and since_last:
-        return Decision(True, "new")
+    since: datetime
+    since_last: bool
+    now: datetime
+    policy: Policy
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentStanding:
+    """What a URL's segment brings to its decision: its standing verdict; whether a PARTIAL
+    one's dated subset passed; its pooled change-rate ``prior``; a TZ_SHIFT segment's
+    ``shift`` in seconds (lastmod minus the truth: its lastmod is used corrected, with the
+    PROVISIONAL audit); its ``audit_share`` when set (a TRUSTED one's, see
+    :func:`trusted_audit_share`; a PROVISIONAL one's first audit), else the policy's; the
+    site's ``utc_offset`` (see :func:`delta_l`); ``probe_share``: the share of an untrusted
+    segment's URLs the rates leave that are fetched anyway (``probe``), set when the crawl
+    fetches the pages itself."""
+
+    verdict: str | None
+    subset_trusted: bool = False
+    prior: tuple[int, float] = (0, 0.0)
+    shift: float | None = None
+    audit_share: float | None = None
+    utc_offset: float | None = None
+    probe_share: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UrlHistory:
+    """What the state holds of a URL from earlier runs: the lastmod it had on the previous
+    run, when we last refetched and fetched it, its fetch intervals, ``captured`` (see
+    :func:`delta_l`) and ``page_history``: its page-date change history with its segment's
+    pooled prior, when the segment's page dates are verified (see
+    :func:`page_date_intervals`): the rate is estimated from it, and one fetch is enough
+    to start."""
+
+    previous_raw: str | None
+    last_refetch: datetime | None = None
+    last_fetch: datetime | None = None
+    intervals: Sequence[tuple[float, bool]] = ()
+    captured: tuple[datetime, datetime] | None = None
+    page_history: tuple[Sequence[tuple[float, bool]], tuple[int, float]] | None = None
+
+
+def decide(
+    lastmod: LastMod | None,
+    history: UrlHistory | None,
+    segment: SegmentStanding,
+    run: RunWindow,
+    draw: float,
+) -> Decision:
+    """One URL's refetch decision (see the module docstring): ``history`` is None for a URL
+    the state has not seen; ``draw`` is :func:`audit_draw`'s, for the audit and the probe."""
+    if history is None:
+        if run.since_last:
+            return Decision(True, "new")
+        history = UrlHistory(None)
+    verdict, policy, shift = segment.verdict, run.policy, segment.shift
     corrected = verdict == "TZ_SHIFT" and shift is not None
     moved = delta_l(
         lastmod,
-        since,
-        previous_raw,
-        since_last,
-        captured=captured,
+        run.since,
+        history.previous_raw,
+        run.since_last,
+        captured=history.captured,
         shift=shift or 0.0,
-        utc_offset=utc_offset,
+        utc_offset=segment.utc_offset,
     )
-    trusting = uses_lastmod(verdict, subset_trusted=subset_trusted, shift_known=corrected)
+    trusting = uses_lastmod(verdict, subset_trusted=segment.subset_trusted, shift_known=corrected)
     if trusting and moved is not None:
         if moved:
             return Decision(True, "lastmod_changed", True)
-        if (
-            since_last
-            and last_fetch is not None
-            and _moved_late(lastmod, previous_raw, captured, shift or 0.0, utc_offset)
-        ):
-            # It says nothing of the time since our last fetch, but it says the page was
-            # edited lately: whether to fetch it again is the change rate's question (a
-            # page edited lately is edited again more often than its lastmod shows).
-            rate = change_rate(intervals, prior[0], prior[1], policy)
-            if change_probability(rate, (now - last_fetch).total_seconds()) >= policy.theta:
-                return Decision(True, "lastmod_late", False)
-        if draw < _audit_share(verdict, audit_share, policy):
-            return Decision(True, "audit", False)
-        latest = max((t for t in (last_refetch, last_fetch) if t is not None), default=None)
-        # A TRUSTED lastmod has shown that it moves with the changes, and its audit keeps
-        # measuring that: its safety net is longer (a site crawled every few weeks would
-        # otherwise be refetched whole on every run).
-        age = policy.max_age_trusted if verdict == "TRUSTED" else policy.max_age
-        if _older(latest, now, age):
-            return Decision(True, "max_age", False)
-        return Decision(False, "lastmod_unchanged", False)
+        return _unmoved(lastmod, history, segment, run, draw)
     if verdict in ("STALE", "UNVERIFIABLE") and moved:
         # STALE: a move is still right; UNVERIFIABLE (no red flag, no page evidence yet):
         # the pages it points at are the ones that show whether it is right
         return Decision(True, "lastmod_changed", True)
-    intervals, prior = rate_history(intervals, prior, page_history, policy)
+    intervals, prior = rate_history(history.intervals, segment.prior, history.page_history, policy)
     decision = _by_change_rate(
-        moved, trusting, now, last_fetch, intervals=intervals, prior=prior, policy=policy
+        moved,
+        trusting,
+        run.now,
+        history.last_fetch,
+        intervals=intervals,
+        prior=prior,
+        policy=policy,
     )
-    if not decision.refetch and not trusting and probe_share and draw < probe_share:
+    if not decision.refetch and not trusting and segment.probe_share and draw < segment.probe_share:
         # a few pages the rates would leave, at random: what shows a wave of changes
         # (``wave``) the per-page rates cannot foresee
         return Decision(True, "probe", moved)
     return decision
+
+
+def _unmoved(
+    lastmod: LastMod | None,
+    history: UrlHistory,
+    segment: SegmentStanding,
+    run: RunWindow,
+    draw: float,
+) -> Decision:
+    """The decision where the segment's lastmod drives refetches and the URL's has not
+    moved: a late report the change rate takes up, the audit, the max-age safety net."""
+    policy, last_fetch = run.policy, history.last_fetch
+    if (
+        run.since_last
+        and last_fetch is not None
+        and _moved_late(
+            lastmod,
+            history.previous_raw,
+            history.captured,
+            segment.shift or 0.0,
+            segment.utc_offset,
+        )
+    ):
+        # It says nothing of the time since our last fetch, but it says the page was
+        # edited lately: whether to fetch it again is the change rate's question (a
+        # page edited lately is edited again more often than its lastmod shows).
+        rate = change_rate(history.intervals, segment.prior[0], segment.prior[1], policy)
+        if change_probability(rate, (run.now - last_fetch).total_seconds()) >= policy.theta:
+            return Decision(True, "lastmod_late", False)
+    if draw < _audit_share(segment.verdict, segment.audit_share, policy):
+        return Decision(True, "audit", False)
+    latest = max((t for t in (history.last_refetch, last_fetch) if t is not None), default=None)
+    # A TRUSTED lastmod has shown that it moves with the changes, and its audit keeps
+    # measuring that: its safety net is longer (a site crawled every few weeks would
+    # otherwise be refetched whole on every run).
+    age = policy.max_age_trusted if segment.verdict == "TRUSTED" else policy.max_age
+    if _older(latest, run.now, age):
+        return Decision(True, "max_age", False)
+    return Decision(False, "lastmod_unchanged", False)
 
 
 def uses_lastmod(verdict: str | None, *, subset_trusted: bool, shift_known: bool) -> bool:
