@@ -348,6 +348,8 @@ _CLASS_KEYS = (
     "fetched_old",
     "missed",
     "missed_recorded",
+    "moved_old",
+    "moved_old_changed",
 )
 
 
@@ -364,7 +366,8 @@ def score_fetches(
     ``refetch_old``: refetches of pages listed at the previous deploy too (a new page must
     be fetched whatever its lastmod says; the oracle is the changed pages). ``fetched_old``:
     every GET of such a page on the run, whatever asked for it (refetch, sample, panel,
-    audit, link following): what the site paid. ``standing_of(k,
+    audit, link following): what the site paid. ``moved_old``: see
+    :func:`lastmod_follower`. ``standing_of(k,
     page)``: the verdict of the page's segment on run k - 1, the one run k's decisions
     used; pages of a TRUSTED label whose segment was TRUSTED then are also counted as
     "TRUSTED, standing TRUSTED" (bench/simweb reads its bound on such segment-runs).
@@ -449,6 +452,8 @@ def score_fetches(
                 "listed",
             ):
                 totals[key] += row[key]
+    for name, counts in lastmod_follower(tr, len(records), label_of, standing_of).items():
+        by_label.setdefault(name, Counter()).update(counts)
     for (p, v), got in live_versions.items():
         if v > 0 and not got:
             never[p] += 1
@@ -486,6 +491,82 @@ def segment_mismatches(segmaps: list[dict[str, str]], records: list[RunRecord]) 
     return {"checked": checked, "mismatches": count, "samples": samples}
 
 
+def lastmod_follower(
+    tr: truth.Truth,
+    n: int,
+    label_of: Callable[[int, str], str | None] | None,
+    standing_of: Callable[[int, str], str | None] | None,
+) -> dict[str, Counter[str]]:
+    """Per label (and ``TRUSTED, standing TRUSTED``): ``moved_old``, the pages listed at
+    the previous deploy too whose lastmod moved, and ``moved_old_changed``, those whose
+    main content changed as well: what a scheduler that refetches exactly the lastmod
+    moves (no audit, no max-age, no sample) would fetch, from the truth alone. The floor
+    of any refetch that follows lastmod: the moves without a change are the site's own
+    over-reporting."""
+    out: dict[str, Counter[str]] = {}
+    if label_of is None:
+        return out
+    for k in range(1, n):
+        before, changed = tr.listed(k - 1), tr.changed(k)
+        for page in tr.lastmod_moved(k) & before & tr.listed(k):
+            label = label_of(k, page) or "unlabelled"
+            names = [label]
+            if label == "TRUSTED" and standing_of is not None and standing_of(k, page) == "TRUSTED":
+                names.append(_TRUSTED_RUNS)
+            for name in names:
+                counts = out.setdefault(name, Counter())
+                counts["moved_old"] += 1
+                counts["moved_old_changed"] += page in changed
+    return out
+
+
+def page_labels(
+    spec: corpus.SiteSpec, segmaps: list[dict[str, str]], verdicts: list[dict[str, Any]]
+) -> tuple[Callable[[int, str], str | None], Callable[[int, str], str | None]]:
+    """``label_of(k, page)``: the label verdict of the page's segment at deploy k;
+    ``standing_of(k, page)``: its segment's verdict on run k - 1 (the one run k used),
+    from ``verdicts`` (per run, segment -> verdict)."""
+
+    def label_of(k: int, page: str) -> str | None:
+        segment = segmaps[k].get(page)
+        label = spec.label(segment) if segment is not None else None
+        return label["verdict"] if label else None
+
+    def standing_of(k: int, page: str) -> str | None:
+        segment = segmaps[k].get(page)
+        return verdicts[k - 1].get(segment) if segment is not None and k > 0 else None
+
+    return label_of, standing_of
+
+
+def trusted_refetch_reasons(
+    tr: truth.Truth,
+    records: list[RunRecord],
+    label_of: Callable[[int, str], str | None],
+    standing_of: Callable[[int, str], str | None],
+) -> dict[str, dict[str, int]]:
+    """What the refetches the issue's bound reads are made of: the refetches of pages
+    listed at the previous deploy too, of a TRUSTED label on a TRUSTED segment-run (the
+    ``TRUSTED, standing TRUSTED`` row's "of listed pages"), per the spider's
+    ``refetch_reason``, and how many of them had changed (``lastmod_changed`` unchanged:
+    the lastmod moved without a change of the main content; ``audit``: the audit's
+    cost)."""
+    reasons: dict[str, Counter[str]] = {}
+    for k, rec in enumerate(records):
+        if k == 0:
+            continue
+        before, changed = tr.listed(k - 1), tr.changed(k)
+        for page, reason in rec.refetch.items():
+            if page not in before or label_of(k, page) != "TRUSTED":
+                continue
+            if standing_of(k, page) != "TRUSTED":
+                continue
+            counts = reasons.setdefault(reason, Counter())
+            counts["refetch"] += 1
+            counts["changed"] += page in changed
+    return {reason: dict(c) for reason, c in sorted(reasons.items())}
+
+
 def segment_history(
     tr: truth.Truth, segmaps: list[dict[str, str]], n: int
 ) -> tuple[dict[str, list[int]], dict[str, int]]:
@@ -516,7 +597,10 @@ def segment_history(
 
 def rescore(data: dict[str, Any], cache: Path) -> None:
     """Score a results file's segments again from its verdicts (the fetch counts stay):
-    what a scoring change says of a run already made."""
+    what a scoring change says of a run already made. The lastmod follower's counts
+    (:func:`lastmod_follower`) are the truth's, and the refetch reasons
+    (:func:`trusted_refetch_reasons`) are read again when the run's spider outputs are
+    still on this machine."""
     specs = {spec.name: spec for spec in corpus.load_sites()}
     for result in data["sites"]:
         spec, n = specs[result["name"]], result["deploys"]
@@ -529,8 +613,33 @@ def rescore(data: dict[str, Any], cache: Path) -> None:
                     spec.label(name), seg["verdicts"], caught.get(name, [0] * n), first.get(name)
                 )
             )
+        verdicts = [run["verdicts"] for run in result["runs"]]
+        label_of, standing_of = page_labels(spec, segmentation.per_deploy(spec, roots), verdicts)
+        by_label = result["fetches"].setdefault("by_label", {})
+        for name, counts in lastmod_follower(tr, n, label_of, standing_of).items():
+            by_label.setdefault(name, {}).update(counts)
+        site_dir = _site_dir(data["meta"], result["name"])
+        if site_dir is not None:  # the spider's outputs are still there: the reasons
+            records = []
+            for k in range(n):
+                record = RunRecord(k, spec.deploys[k].commit, "", 0, 0.0)
+                read_outputs(record, site_dir / f"run{k:02d}")
+                records.append(record)
+            result["fetches"]["trusted_reasons"] = trusted_refetch_reasons(
+                tr, records, label_of, standing_of
+            )
     data["meta"]["summary"] = summarise(data["sites"])
     data["meta"]["rescored"] = _commit()
+
+
+def _site_dir(meta: dict[str, Any], name: str) -> Path | None:
+    """The site's spider outputs of a results file's run (a merged file has one work
+    directory per part), when they are still on this machine."""
+    for workdir in str(meta.get("workdir", "")).split():
+        site_dir = Path(workdir) / name
+        if (site_dir / "run00").is_dir():
+            return site_dir
+    return None
 
 
 # --------------------------------------------------------------------------------------
@@ -626,16 +735,12 @@ def bench_site(spec: corpus.SiteSpec, args: argparse.Namespace, workdir: Path) -
         scored["label_note"] = (spec.label(s) or {}).get("note")
         result["segments"][s] = scored
 
-    def label_of(k: int, page: str) -> str | None:
-        segment = segmaps[k].get(page)
-        label = spec.label(segment) if segment is not None else None
-        return label["verdict"] if label else None
-
-    def standing_of(k: int, page: str) -> str | None:
-        segment = segmaps[k].get(page)
-        return records[k - 1].verdict(segment) if segment is not None and k > 0 else None
-
+    verdicts = [{s: v["verdict"] for s, v in r.segments.items()} for r in records]
+    label_of, standing_of = page_labels(spec, segmaps, verdicts)
     result["fetches"] = score_fetches(tr, records, label_of, standing_of)
+    result["fetches"]["trusted_reasons"] = trusted_refetch_reasons(
+        tr, records, label_of, standing_of
+    )
     result["runs"] = [
         {
             "deploy": r.deploy,
@@ -677,6 +782,8 @@ def _label_row(name: str, c: dict[str, int]) -> list[Any]:
     ratio = f" ({old / changed:.2f} x)" if changed else ""
     fetched = c.get("fetched_old", 0)
     fetched_ratio = f" ({fetched / changed:.2f} x)" if changed else ""
+    moved = c.get("moved_old", 0)
+    moved_ratio = f" ({moved / changed:.2f} x)" if changed else ""
     return [
         name,
         changed,
@@ -686,6 +793,7 @@ def _label_row(name: str, c: dict[str, int]) -> list[Any]:
         f"{old}{ratio}",
         c.get("refetch_old_changed", 0),
         f"{fetched}{fetched_ratio}",
+        f"{moved}{moved_ratio}, {c.get('moved_old_changed', 0)} changed",
     ]
 
 
@@ -708,8 +816,13 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
     for r in results:
         for name, counts in (r["fetches"].get("by_label") or {}).items():
             by_label.setdefault(name, Counter()).update(counts)
+    reasons: dict[str, Counter[str]] = {}
+    for r in results:
+        for reason, counts in (r["fetches"].get("trusted_reasons") or {}).items():
+            reasons.setdefault(reason, Counter()).update(counts)
     return {
         "by_label": {name: dict(c) for name, c in sorted(by_label.items())},
+        "trusted_reasons": {reason: dict(c) for reason, c in sorted(reasons.items())},
         "sites": len(results),
         "segments": len(segs),
         "unlabelled_segments": unlabelled,
@@ -788,10 +901,23 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 "of listed pages",
                 "of them changed",
                 "all GETs of listed pages",
+                "lastmod moves of listed pages (a pure lastmod follower's refetches)",
             ],
             [_label_row(name, c) for name, c in s["by_label"].items()],
         )
         out.append("")
+    if s.get("trusted_reasons"):
+        parts = [
+            f"{reason} {c.get('refetch', 0)} ({c.get('changed', 0)} changed)"
+            for reason, c in sorted(
+                s["trusted_reasons"].items(), key=lambda item: -item[1].get("refetch", 0)
+            )
+        ]
+        out += [
+            "The TRUSTED-on-TRUSTED-runs refetches of listed pages by the spider's reason "
+            "(of them changed): " + ", ".join(parts) + ".",
+            "",
+        ]
     if s["unlabelled_segments"]:
         out += [f"Segments without a label: {', '.join(s['unlabelled_segments'])}", ""]
     rows = []
