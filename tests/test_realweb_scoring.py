@@ -1,0 +1,72 @@
+"""The real-history benchmark's fetch scoring (bench/realweb): the lastmod follower's
+refetches, the honest refetches by reason, and whatif's per-URL learner, on a small truth."""
+
+from __future__ import annotations
+
+from bench.realweb import run, truth, whatif
+
+
+def _truth() -> truth.Truth:
+    """Three deploys. /a/ changes with a lastmod move at 1; /b/'s lastmod moves at 1 and 2
+    without a change; /c/ changes at 1 without a move; /d/ is new at 2."""
+    fingerprints: list[dict[str, str | None]] = [
+        {"/a/": "a1", "/b/": "b1", "/c/": "c1"},
+        {"/a/": "a2", "/b/": "b1", "/c/": "c2"},
+        {"/a/": "a2", "/b/": "b1", "/c/": "c2", "/d/": "d1"},
+    ]
+    lastmods: list[dict[str, str | None]] = [
+        {"/a/": "2024-01-01", "/b/": "2024-01-01", "/c/": "2024-01-01"},
+        {"/a/": "2024-01-02", "/b/": "2024-01-02", "/c/": "2024-01-01"},
+        {"/a/": "2024-01-02", "/b/": "2024-01-03", "/c/": "2024-01-01", "/d/": "2024-01-03"},
+    ]
+    return truth.Truth(["/a/", "/b/", "/c/", "/d/"], fingerprints, lastmods).finish()
+
+
+def _label_of(k: int, page: str) -> str | None:
+    return "STALE" if page == "/c/" else "TRUSTED"
+
+
+def _standing_of(k: int, page: str) -> str | None:
+    return "PROVISIONAL" if k == 1 else "TRUSTED"
+
+
+def test_lastmod_follower_counts_the_moves_of_pages_listed_before() -> None:
+    got = run.lastmod_follower(_truth(), 3, _label_of, _standing_of)
+    assert {name: dict(c) for name, c in got.items()} == {
+        "TRUSTED": {"moved_old": 3, "moved_old_changed": 1},
+        "TRUSTED, standing TRUSTED": {"moved_old": 1, "moved_old_changed": 0},
+    }
+    assert run.lastmod_follower(_truth(), 3, None, None) == {}
+
+
+def test_trusted_refetch_reasons_on_trusted_segment_runs_only() -> None:
+    records = [run.RunRecord(k, f"c{k}", "", 0, 0.0) for k in range(3)]
+    records[1].refetch = {"/a/": "lastmod_changed", "/b/": "lastmod_changed", "/c/": "audit"}
+    records[2].refetch = {"/b/": "lastmod_changed", "/a/": "audit", "/d/": "new"}
+
+    def standing(k: int, page: str) -> str | None:
+        return "TRUSTED"
+
+    got = run.trusted_refetch_reasons(_truth(), records, _label_of, standing)
+    assert got == {
+        "audit": {"refetch": 1, "changed": 0},
+        "lastmod_changed": {"refetch": 3, "changed": 1},
+    }
+    assert run.trusted_refetch_reasons(_truth(), records, _label_of, _standing_of) == {
+        "audit": {"refetch": 1, "changed": 0},
+        "lastmod_changed": {"refetch": 1, "changed": 0},
+    }
+
+
+def test_whatif_learner_skips_a_page_whose_moves_carry_no_change() -> None:
+    runs = [whatif.PageRun(k, "/b/", True, False, 0) for k in (1, 2, 3)]
+    runs.append(whatif.PageRun(4, "/b/", True, True, 1))
+    assert whatif.replay(runs) == (4, 0, 1)
+    # two clean moves fetched: a posterior of 1/4 under 0.3, the later moves are left
+    assert whatif.replay(runs, 0.3, 2) == (2, 1, 1)
+    # under 0.2 it is not: every move is fetched
+    assert whatif.replay(runs, 0.2, 2) == (4, 0, 1)
+    # a change seen on a fetched move keeps the page followed
+    mixed = [whatif.PageRun(1, "/a/", True, True, 1), whatif.PageRun(2, "/a/", True, False, 1)]
+    mixed.append(whatif.PageRun(3, "/a/", True, True, 2))
+    assert whatif.replay(mixed, 0.3, 2) == (3, 0, 2)
