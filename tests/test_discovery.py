@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from sitemapcrawl.spiders.reading import HELD_MAX
+from sitemapcrawl.sitemaps.segments import HELD_MAX
 from tests.mockserver import MockServer
 from tests.utils.crawl import crawl_with_report, our_stats
 

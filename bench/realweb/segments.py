@@ -2,11 +2,11 @@
 
 A page of an index's child sitemap is in that child's segment (its path, as the spider
 names it). A page of a flat sitemap (one no index lists) is in its path group, by the
-spider's own rule: ``sitemapcrawl.spiders.reading.first_segment`` (``/`` for pages at the
+spider's own rule: ``sitemapcrawl.sitemaps.segments.first_segment`` (``/`` for pages at the
 root, ``/{year}/`` for date paths, else the first path component), and a group with fewer
 than ``SITEMAPCRAWL_SEGMENT_MIN_URLS`` URLs in its file joins ``/`` (past ``HELD_MAX``
 waiting URLs, the waiting ones and every later URL of a group not grown yet join ``/``).
-:func:`flat_file_segments` runs the spider's grouping (``reading.PathGroups``) on one
+:func:`flat_file_segments` runs the spider's grouping (``segments.PathGroups``) on one
 file's URLs, in the file's order.
 
 The grouping depends on each deploy's file (a group that grows to 5 URLs becomes a
@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sitemapcrawl.addon import DEFAULTS
-from sitemapcrawl.spiders.reading import PathGroups, first_segment
+from sitemapcrawl.sitemaps.segments import PathGroups, first_segment
 
 from . import truth
 
