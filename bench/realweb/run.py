@@ -520,6 +520,51 @@ def lastmod_follower(
     return out
 
 
+#: The verdicts whose lastmod drives refetches (a scheduler uses it).
+_TRUSTING = ("TRUSTED", "PROVISIONAL", "OVER_REPORTING")
+
+
+def score_frozen(
+    tr: truth.Truth,
+    segmaps: list[dict[str, str]],
+    records: list[RunRecord],
+    start: int,
+    spec: corpus.SiteSpec,
+) -> dict[str, Any]:
+    """A run with the lastmods frozen from deploy ``start`` on (``--freeze-lastmods-from``):
+    the sitemap stops reporting changes while the pages go on changing. Per segment of a
+    TRUSTED label that was trusting on run ``start`` - 1: the verdicts from ``start``, the
+    first run whose verdict no longer lets the lastmod drive refetches (``detected``, None
+    when none did), and the changes of its pages on runs ``start`` .. ``detected`` (all
+    unreported now) with how many of them the run fetched anyway."""
+    out: dict[str, Any] = {"from": start, "segments": {}}
+    for name in sorted({s for r in records for s in r.segments}):
+        label = spec.label(name)
+        before = records[start - 1].verdict(name) if start > 0 else None
+        if not label or label["verdict"] != "TRUSTED" or before not in _TRUSTING:
+            continue
+        verdicts = [r.verdict(name) for r in records[start:]]
+        detected = next(
+            (start + i for i, v in enumerate(verdicts) if v is not None and v not in _TRUSTING),
+            None,
+        )
+        changes = fetched = 0
+        for k in range(start, (detected if detected is not None else len(records) - 1) + 1):
+            gets = set(records[k].page_gets)
+            for page in tr.changed(k):
+                if segmaps[k].get(page) == name:
+                    changes += 1
+                    fetched += _captured(page, gets)
+        out["segments"][name] = {
+            "before": before,
+            "verdicts": verdicts,
+            "detected": detected,
+            "changes_until": changes,
+            "fetched_until": fetched,
+        }
+    return out
+
+
 def page_labels(
     spec: corpus.SiteSpec, segmaps: list[dict[str, str]], verdicts: list[dict[str, Any]]
 ) -> tuple[Callable[[int, str], str | None], Callable[[int, str], str | None]]:
@@ -673,8 +718,12 @@ def bench_site(spec: corpus.SiteSpec, args: argparse.Namespace, workdir: Path) -
         server = ReplayServer(spec)
     with server:
         result["origin"] = server.origin
+        freeze_from = args.freeze_lastmods_from
         for k in range(n):
-            server.set_deploy(roots[k], spec.deploys[k].time, k)
+            frozen = (
+                tr.lastmods[freeze_from] if freeze_from is not None and k >= freeze_from else None
+            )
+            server.set_deploy(roots[k], spec.deploys[k].time, k, frozen)
             run_dir = site_dir / f"run{k:02d}"
             options = {"timeout": args.timeout, "settings": args.set}
             rec = crawl(server, k, run_dir, state, incremental=k > 0, **options)
@@ -759,6 +808,8 @@ def bench_site(spec: corpus.SiteSpec, args: argparse.Namespace, workdir: Path) -
         for r in records
     ]
     result["failed_runs"] = [r.deploy for r in records if r.error]
+    if args.freeze_lastmods_from is not None:
+        result["frozen"] = score_frozen(tr, segmaps, records, args.freeze_lastmods_from, spec)
     result["segment_mismatches"] = segment_mismatches(segmaps, records)
     return result
 
@@ -1020,6 +1071,30 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 f"* **{r['name']} `{name}`** {v['final']} (label {v['label']}): {v['last_reason']}"
             )
     out.append("")
+    frozen = [(r["name"], r["frozen"]) for r in results if r.get("frozen")]
+    if frozen:
+        out += [
+            "",
+            "## Lastmods frozen (a sitemap that stops reporting)",
+            "",
+            "From the deploy named on, every sitemap gives its pages that deploy's lastmods: "
+            "the segments of a TRUSTED label trusting on the run before, the run whose verdict "
+            "stopped using the lastmod, and the changes of their pages from the freeze to it "
+            "(all unreported), with how many the runs fetched anyway.",
+            "",
+        ]
+        rows = []
+        for name, f in frozen:
+            for seg, v in f["segments"].items():
+                verdicts = " ".join((x or "-")[:1] for x in v["verdicts"])
+                detected = v["detected"]
+                after = "never" if detected is None else f"run {detected} (+{detected - f['from']})"
+                fetched = f"{v['fetched_until']} / {v['changes_until']}"
+                rows.append([name, f"`{seg}`", f["from"], v["before"], verdicts, after, fetched])
+        out += table(
+            ["site", "segment", "frozen from", "verdict before", "verdicts", "detected", "fetched"],
+            rows,
+        )
     return "\n".join(out)
 
 
@@ -1114,6 +1189,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help=f"first {QUICK_DEPLOYS} deploys")
     parser.add_argument("--deploys", type=int, help="first N deploys of each site")
     parser.add_argument("--no-snapshot", action="store_true", help="skip the one-snapshot check")
+    parser.add_argument(
+        "--freeze-lastmods-from",
+        type=int,
+        metavar="K",
+        help="serve every sitemap with deploy K's lastmods from deploy K on: a lastmod that "
+        "stops reporting, on the real pages (reported per TRUSTED segment: runs to detect)",
+    )
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per spider run")
     parser.add_argument("--mirror-root", type=Path, default=corpus.DEFAULT_MIRRORS)
     parser.add_argument("--cache", type=Path, default=corpus.DEFAULT_CACHE)

@@ -68,6 +68,32 @@ def resolve_path(root: Path, mount: str, path: str) -> tuple[int, Path | None, s
     return 404, None, ""
 
 
+_URL_BLOCK = re.compile(rb"<url>.*?</url>", re.DOTALL)
+_LOC = re.compile(rb"<loc>\s*(.*?)\s*</loc>", re.DOTALL)
+_LASTMOD = re.compile(rb"<lastmod>.*?</lastmod>", re.DOTALL)
+
+
+def freeze_lastmods(body: bytes, frozen: dict[str, str | None]) -> bytes:
+    """A urlset whose ``<lastmod>`` values are those of ``frozen`` (page path -> raw
+    lastmod) where it has the page: a sitemap that stopped reporting changes, on the real
+    pages (a URL it does not know keeps its own; an index's lastmods move as before).
+    Plain, unprefixed ``<url>``, ``<loc>`` and ``<lastmod>`` tags, as the honest sites write.
+    """
+
+    def one(match: re.Match[bytes]) -> bytes:
+        block = match.group(0)
+        loc = _LOC.search(block)
+        if loc is None:
+            return block
+        path = urlsplit(loc.group(1).decode("utf-8", errors="replace")).path or "/"
+        value = frozen.get(path)
+        if value is None:
+            return block
+        return _LASTMOD.sub(lambda _: b"<lastmod>" + value.encode() + b"</lastmod>", block)
+
+    return _URL_BLOCK.sub(one, body)
+
+
 def port_for(name: str) -> int:
     """The site's fixed port (as ``bench/simweb`` does for its archetypes)."""
     digest = hashlib.blake2b(f"realweb:{name}".encode(), digest_size=4).digest()
@@ -118,6 +144,8 @@ class ReplayServer:
         self.clock = 0.0
         self.run = -1
         self.hits: list[Hit] = []
+        #: page path -> the lastmod every sitemap gives it (``run.py --freeze-lastmods-from``)
+        self.freeze: dict[str, str | None] | None = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         hosts = "|".join(re.escape(h) for h in spec.public_origins)
@@ -139,9 +167,11 @@ class ReplayServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def set_deploy(self, root: Path, clock: float, run: int) -> None:
+    def set_deploy(
+        self, root: Path, clock: float, run: int, freeze: dict[str, str | None] | None = None
+    ) -> None:
         with self._lock:
-            self.root, self.clock, self.run = root, clock, run
+            self.root, self.clock, self.run, self.freeze = root, clock, run, freeze
 
     def hits_of(self, run: int) -> list[Hit]:
         with self._lock:
@@ -189,7 +219,7 @@ class ReplayServer:
     def handle(self, req: _Handler, head: bool = False) -> None:
         path = urlsplit(req.path).path or "/"
         with self._lock:
-            run, clock, root = self.run, self.clock, self.root
+            run, clock, root, freeze = self.run, self.clock, self.root, self.freeze
         headers = {"Date": email.utils.formatdate(clock, usegmt=True)}
         if root is None:
             status, body, what = 503, b"no deploy\n", "other"
@@ -220,6 +250,8 @@ class ReplayServer:
                     if is_sitemap
                     else ("page" if suffix in (".html", ".htm") else "other")
                 )
+                if freeze is not None and is_sitemap and suffix != ".gz":
+                    body = freeze_lastmods(body, freeze)
         headers["Content-Length"] = str(len(body))
         req.log_request(status)
         req.send_response_only(status)
