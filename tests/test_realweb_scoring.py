@@ -3,7 +3,7 @@ refetches, the honest refetches by reason, and whatif's per-URL learner, on a sm
 
 from __future__ import annotations
 
-from bench.realweb import run, truth, whatif
+from bench.realweb import corpus, run, server, truth, whatif
 
 
 def _truth() -> truth.Truth:
@@ -70,3 +70,54 @@ def test_whatif_learner_skips_a_page_whose_moves_carry_no_change() -> None:
     mixed = [whatif.PageRun(1, "/a/", True, True, 1), whatif.PageRun(2, "/a/", True, False, 1)]
     mixed.append(whatif.PageRun(3, "/a/", True, True, 2))
     assert whatif.replay(mixed, 0.3, 2) == (3, 0, 2)
+
+
+def test_freeze_lastmods_rewrites_the_known_pages_only() -> None:
+    body = (
+        b"<urlset><url><loc>http://127.0.0.1:5/a/</loc><lastmod>2024-02-02</lastmod></url>\n"
+        b"<url>\n <loc> /b/ </loc>\n <lastmod>2024-03-03T00:00:00Z</lastmod></url>"
+        b"<url><loc>http://x/c/</loc><lastmod>2024-01-05</lastmod></url>"
+        b"<url><loc>http://x/d/</loc></url></urlset>"
+    )
+    frozen: dict[str, str | None] = {"/a/": "2023-01-01", "/b/": "2023-02-02", "/c/": None}
+    assert server.freeze_lastmods(body, frozen) == (
+        b"<urlset><url><loc>http://127.0.0.1:5/a/</loc><lastmod>2023-01-01</lastmod></url>\n"
+        b"<url>\n <loc> /b/ </loc>\n <lastmod>2023-02-02</lastmod></url>"
+        b"<url><loc>http://x/c/</loc><lastmod>2024-01-05</lastmod></url>"
+        b"<url><loc>http://x/d/</loc></url></urlset>"
+    )
+
+
+def test_score_frozen_counts_the_runs_to_stop_trusting() -> None:
+    spec = next(s for s in corpus.load_sites() if s.name == "hugo-jena")
+    assert (spec.label("/about_jena/") or {}).get("verdict") == "TRUSTED"
+    fingerprints: list[dict[str, str | None]] = [
+        {"/about_jena/x/": f"v{k // 2}", "/about_jena/y/": "y"} for k in range(5)
+    ]
+    lastmods: list[dict[str, str | None]] = [
+        {"/about_jena/x/": "2024-01-01", "/about_jena/y/": "2024-01-01"} for _ in range(5)
+    ]
+    tr = truth.Truth(["/about_jena/x/", "/about_jena/y/"], fingerprints, lastmods).finish()
+    segmaps = [dict.fromkeys(tr.pages, "/about_jena/") for _ in range(5)]
+    verdicts = ["TRUSTED", "TRUSTED", "TRUSTED", "TRUSTED", "STALE"]
+    records = []
+    for k, verdict in enumerate(verdicts):
+        record = run.RunRecord(k, f"c{k}", "", 0, 0.0)
+        record.segments = {"/about_jena/": {"verdict": verdict}}
+        records.append(record)
+    records[4].page_gets = ["/about_jena/x/"]
+    # x changes at deploys 2 and 4: both after the freeze at 2, the second one fetched on
+    # the run that stopped trusting the segment
+    got = run.score_frozen(tr, segmaps, records, 2, spec)
+    assert got == {
+        "from": 2,
+        "segments": {
+            "/about_jena/": {
+                "before": "TRUSTED",
+                "verdicts": ["TRUSTED", "TRUSTED", "STALE"],
+                "detected": 4,
+                "changes_until": 2,
+                "fetched_until": 1,
+            }
+        },
+    }
