@@ -121,3 +121,16 @@ def test_score_frozen_counts_the_runs_to_stop_trusting() -> None:
             }
         },
     }
+
+
+def test_quiet_detector_counts_runs_not_moves() -> None:
+    steady = [2, 1, 3, 1, 2, 1, 2, 1]
+    # no quiet run yet: no alarm; after eight moving runs the Wilson bound of the quiet
+    # share is 0.253: 3 quiet runs 0.016, 4 quiet runs 0.004 (under 0.01)
+    assert whatif.quiet_alarms(steady) == []
+    assert whatif.quiet_alarms([*steady, 0, 0, 0, 0, 0]) == [12, 13]
+    # a bursty segment (quiet most runs) never alarms, however large its bursts
+    bursty = [0, 0, 20, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 30, 0, 0, 0, 0, 0]
+    assert whatif.quiet_alarms(bursty) == []
+    # too short a history says nothing
+    assert whatif.quiet_alarms([5, 5, 5, 0, 0, 0, 0, 0, 0]) == []

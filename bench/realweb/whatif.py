@@ -13,6 +13,13 @@ Two schedulers are replayed on that, neither with an audit, a sample or a max-ag
   that came with a change (against the version we held) is under ``theta``: a section
   page dated by its newest member, whose own content rarely changes.
 
+``--quiet K`` replays instead a detector of a sitemap that stops reporting, per segment of
+a TRUSTED label: at each run, the share of runs without a lastmod move before the current
+quiet stretch (its Wilson upper bound q) and the stretch's length r; an alarm when
+q^r < ``QUIET_P``. It prints the alarms on the real history (each one a needless
+audit) and, with the lastmods frozen from deploy K (no move after K), the runs to the first
+alarm.
+
 It prints refetches, the changes missed (a change on a deploy the scheduler did not
 fetch) and the ratio to the changes: the issue's bound on honest segments is 1.2 x with
 at most 0.5 % missed. This bounds what the spider could reach before its audit is paid
@@ -22,6 +29,7 @@ for; it does not replay the spider.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,12 +89,85 @@ def replay(
     return refetches, missed, changes
 
 
+#: The quiet detector's alarm: a quiet stretch its segment's move rate gives less than this.
+QUIET_P = 0.01
+#: Runs of history the detector needs before its first alarm.
+QUIET_HISTORY = 5
+
+
+def segment_moves(spec: corpus.SiteSpec, cache: Path) -> dict[str, list[int]]:
+    """Per segment of a TRUSTED label: its pages' lastmod moves on each run 1.. (pages
+    listed at the deploy and the one before)."""
+    roots = [corpus.deploy_dir(cache, spec, k) for k in range(len(spec.deploys))]
+    tr = truth.compute(spec, roots, cache / spec.name / "truth.json")
+    segmaps = segmentation.per_deploy(spec, roots)
+    out: dict[str, list[int]] = {}
+    for name in sorted({s for m in segmaps for s in m.values()}):
+        label = spec.label(name)
+        if label and label["verdict"] == "TRUSTED":
+            out[name] = [
+                sum(1 for p in tr.lastmod_moved(k) if segmaps[k].get(p) == name)
+                for k in range(1, len(roots))
+            ]
+    return out
+
+
+def quiet_alarms(moves: list[int]) -> list[int]:
+    """The runs (1-based, as ``moves``) on which the quiet detector raises an alarm."""
+    alarms = []
+    quiet = 0
+    for k, m in enumerate(moves, start=1):
+        quiet = quiet + 1 if m == 0 else 0
+        history = moves[: k - quiet]
+        if not quiet or len(history) < QUIET_HISTORY:
+            continue
+        # the share of runs without a move, its one-sided 95 % Wilson upper bound: runs, not
+        # moves, so that a burst (20 pages in one release) does not make the quiet look rare
+        if _wilson_upper(history.count(0), len(history)) ** quiet < QUIET_P:
+            alarms.append(k)
+    return alarms
+
+
+def _wilson_upper(k: int, n: int, z: float = 1.645) -> float:
+    p = k / n
+    centre = p + z * z / (2 * n)
+    margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre + margin) / (1 + z * z / n)
+
+
+def quiet_report(names: list[str], specs: dict[str, corpus.SiteSpec], cache: Path, k: int) -> None:
+    for name in names:
+        per_segment = segment_moves(specs[name], cache)
+        runs = len(next(iter(per_segment.values()), []))
+        site = [sum(m[k] for m in per_segment.values()) for k in range(runs)]
+        rows = list(per_segment.items()) + (
+            [("(its TRUSTED segments together)", site)] if site else []
+        )
+        for segment, moves in rows:
+            real = quiet_alarms(moves)
+            # served with deploy k's lastmods from k on: run k still sees deploy k's moves
+            frozen = quiet_alarms(moves[:k] + [0] * (len(moves) - k))
+            first = next((r for r in frozen if r > k), None)
+            delay = "never" if first is None else f"+{first - k}"
+            rate = sum(moves) / len(moves)
+            print(
+                f"{name} {segment}: {rate:.1f} moves a run; alarms on the real history "
+                f"{len(real)} {real[:6]}; frozen from {k}: first alarm {delay}"
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("sites", nargs="+")
     parser.add_argument("--cache", type=Path, default=corpus.DEFAULT_CACHE)
+    parser.add_argument(
+        "--quiet", type=int, metavar="K", help="the quiet detector, lastmods frozen from K"
+    )
     args = parser.parse_args(argv)
     specs = {spec.name: spec for spec in corpus.load_sites()}
+    if args.quiet is not None:
+        quiet_report(args.sites, specs, args.cache, args.quiet)
+        return 0
     totals: dict[str, list[int]] = {}
     variants: list[tuple[str, float | None, int]] = [("lastmod follower", None, 0)]
     variants += [
