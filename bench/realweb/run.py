@@ -400,14 +400,8 @@ def score_fetches(
                 ("missed_recorded", missed_recorded),
             ):
                 for p in pages:
-                    label = label_of(k, p) or "unlabelled"
-                    by_label.setdefault(label, Counter())[name] += 1
-                    if (
-                        label == "TRUSTED"
-                        and standing_of is not None
-                        and standing_of(k, p) == "TRUSTED"
-                    ):
-                        by_label.setdefault(_TRUSTED_RUNS, Counter())[name] += 1
+                    for cls in label_classes(k, p, label_of, standing_of):
+                        by_label.setdefault(cls, Counter())[name] += 1
         stale = 0
         for p in listed:
             v = tr.versions[p][k]
@@ -491,6 +485,21 @@ def segment_mismatches(segmaps: list[dict[str, str]], records: list[RunRecord]) 
     return {"checked": checked, "mismatches": count, "samples": samples}
 
 
+def label_classes(
+    k: int,
+    page: str,
+    label_of: Callable[[int, str], str | None],
+    standing_of: Callable[[int, str], str | None] | None,
+) -> list[str]:
+    """The classes a page's counts at deploy k go to: its segment's label verdict, and
+    ``TRUSTED, standing TRUSTED`` too when the label is TRUSTED and the segment was
+    TRUSTED on the run before (the issue's bound, as bench/simweb reads it)."""
+    label = label_of(k, page) or "unlabelled"
+    if label == "TRUSTED" and standing_of is not None and standing_of(k, page) == "TRUSTED":
+        return [label, _TRUSTED_RUNS]
+    return [label]
+
+
 def lastmod_follower(
     tr: truth.Truth,
     n: int,
@@ -509,19 +518,11 @@ def lastmod_follower(
     for k in range(1, n):
         before, changed = tr.listed(k - 1), tr.changed(k)
         for page in tr.lastmod_moved(k) & before & tr.listed(k):
-            label = label_of(k, page) or "unlabelled"
-            names = [label]
-            if label == "TRUSTED" and standing_of is not None and standing_of(k, page) == "TRUSTED":
-                names.append(_TRUSTED_RUNS)
-            for name in names:
+            for name in label_classes(k, page, label_of, standing_of):
                 counts = out.setdefault(name, Counter())
                 counts["moved_old"] += 1
                 counts["moved_old_changed"] += page in changed
     return out
-
-
-#: The verdicts whose lastmod drives refetches (a scheduler uses it).
-_TRUSTING = ("TRUSTED", "PROVISIONAL", "OVER_REPORTING")
 
 
 def score_frozen(
@@ -541,11 +542,11 @@ def score_frozen(
     for name in sorted({s for r in records for s in r.segments}):
         label = spec.label(name)
         before = records[start - 1].verdict(name) if start > 0 else None
-        if not label or label["verdict"] != "TRUSTED" or before not in _TRUSTING:
+        if not label or label["verdict"] != "TRUSTED" or before not in USABLE:
             continue
         verdicts = [r.verdict(name) for r in records[start:]]
         detected = next(
-            (start + i for i, v in enumerate(verdicts) if v is not None and v not in _TRUSTING),
+            (start + i for i, v in enumerate(verdicts) if v is not None and v not in USABLE),
             None,
         )
         changes = fetched = 0
@@ -602,9 +603,9 @@ def trusted_refetch_reasons(
             continue
         before, changed = tr.listed(k - 1), tr.changed(k)
         for page, reason in rec.refetch.items():
-            if page not in before or label_of(k, page) != "TRUSTED":
-                continue
-            if standing_of(k, page) != "TRUSTED":
+            if page not in before or _TRUSTED_RUNS not in label_classes(
+                k, page, label_of, standing_of
+            ):
                 continue
             counts = reasons.setdefault(reason, Counter())
             counts["refetch"] += 1

@@ -29,7 +29,6 @@ for; it does not replay the spider.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ if __package__ in (None, ""):
 
 from bench.realweb import corpus, truth
 from bench.realweb import segments as segmentation
+from sitemapcrawl.verify.scoring import wilson
 
 
 @dataclass(frozen=True)
@@ -50,13 +50,18 @@ class PageRun:
     version: int
 
 
-def honest_page_runs(spec: corpus.SiteSpec, cache: Path) -> list[PageRun]:
-    """The page-runs of TRUSTED-label pages listed at the deploy and the one before."""
+def _truth(spec: corpus.SiteSpec, cache: Path) -> tuple[truth.Truth, list[dict[str, str]]]:
+    """The site's truth (cached) and the spider's segment of each page, per deploy."""
     roots = [corpus.deploy_dir(cache, spec, k) for k in range(len(spec.deploys))]
     tr = truth.compute(spec, roots, cache / spec.name / "truth.json")
-    segmaps = segmentation.per_deploy(spec, roots)
+    return tr, segmentation.per_deploy(spec, roots)
+
+
+def honest_page_runs(spec: corpus.SiteSpec, cache: Path) -> list[PageRun]:
+    """The page-runs of TRUSTED-label pages listed at the deploy and the one before."""
+    tr, segmaps = _truth(spec, cache)
     out = []
-    for k in range(1, len(roots)):
+    for k in range(1, len(segmaps)):
         moved, changed = tr.lastmod_moved(k), tr.changed(k)
         for page in sorted(tr.listed(k) & tr.listed(k - 1)):
             segment = segmaps[k].get(page)
@@ -98,16 +103,14 @@ QUIET_HISTORY = 5
 def segment_moves(spec: corpus.SiteSpec, cache: Path) -> dict[str, list[int]]:
     """Per segment of a TRUSTED label: its pages' lastmod moves on each run 1.. (pages
     listed at the deploy and the one before)."""
-    roots = [corpus.deploy_dir(cache, spec, k) for k in range(len(spec.deploys))]
-    tr = truth.compute(spec, roots, cache / spec.name / "truth.json")
-    segmaps = segmentation.per_deploy(spec, roots)
+    tr, segmaps = _truth(spec, cache)
     out: dict[str, list[int]] = {}
     for name in sorted({s for m in segmaps for s in m.values()}):
         label = spec.label(name)
         if label and label["verdict"] == "TRUSTED":
             out[name] = [
                 sum(1 for p in tr.lastmod_moved(k) if segmaps[k].get(p) == name)
-                for k in range(1, len(roots))
+                for k in range(1, len(segmaps))
             ]
     return out
 
@@ -123,16 +126,9 @@ def quiet_alarms(moves: list[int]) -> list[int]:
             continue
         # the share of runs without a move, its one-sided 95 % Wilson upper bound: runs, not
         # moves, so that a burst (20 pages in one release) does not make the quiet look rare
-        if _wilson_upper(history.count(0), len(history)) ** quiet < QUIET_P:
+        if wilson(history.count(0), len(history), z=1.645)[1] ** quiet < QUIET_P:
             alarms.append(k)
     return alarms
-
-
-def _wilson_upper(k: int, n: int, z: float = 1.645) -> float:
-    p = k / n
-    centre = p + z * z / (2 * n)
-    margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (centre + margin) / (1 + z * z / n)
 
 
 def quiet_report(names: list[str], specs: dict[str, corpus.SiteSpec], cache: Path, k: int) -> None:
