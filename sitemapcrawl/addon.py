@@ -82,7 +82,7 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_SEGMENT_MIN_URLS": 5,  # a flat file's smaller path groups join "/"
     # URL items handed to pipelines and feeds per Scrapy item (SitemapUrlBatch); 1 = one each
     "SITEMAPCRAWL_ITEM_BATCH_SIZE": 250,
-    # Lastmod verification (sitemapcrawl.middlewares, sitemapcrawl.pipelines)
+    # Lastmod verification (sitemapcrawl.spidermiddlewares.lastmod, sitemapcrawl.pipelines)
     "SITEMAPCRAWL_VERIFY_ENABLED": True,  # L0 verdicts per segment and the site report
     # fetch a sample of pages to verify lastmod (argument: sample=off for discovery only)
     "SITEMAPCRAWL_SAMPLE_ENABLED": True,

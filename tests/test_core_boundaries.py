@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import importlib
 import subprocess
 import sys
 import textwrap
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from scrapy.addons import AddonManager
-from scrapy.exceptions import NotConfigured, ScrapyDeprecationWarning
+from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import build_from_crawler, load_object
@@ -42,9 +42,9 @@ def test_core_never_imports_scrapy_or_twisted() -> None:
         names = [
             module.name
             for package in core
-            for module in pkgutil.iter_modules(package.__path__, package.__name__ + ".")
+            for module in pkgutil.walk_packages(package.__path__, package.__name__ + ".")
         ]
-        for name in names:  # every module of the core, a new one too
+        for name in names:  # every module of the core, sub-packages' and a new one too
             importlib.import_module(name)
         assert "sitemapcrawl.sitemaps.segments" in names and len(names) >= 30, names
         bad = sorted(m for m in sys.modules if m.split(".")[0] in ("scrapy", "twisted"))
@@ -341,53 +341,30 @@ def test_seen_urls_is_a_set() -> None:
     check()
 
 
-_MOVED = [
-    ("sitemapcrawl.pipelines.PageSamplingPipeline", "sitemapcrawl.pipelines.sampling"),
-    ("sitemapcrawl.pipelines.ScrapedCountPipeline", "sitemapcrawl.pipelines.scrapedcount"),
-    ("sitemapcrawl.middlewares.SitemapLastmodMiddleware", "sitemapcrawl.spidermiddlewares.lastmod"),
-    ("sitemapcrawl.middlewares.SitemapBatchMiddleware", "sitemapcrawl.spidermiddlewares.batch"),
-    (
-        "sitemapcrawl.robotstxt.SitemapRobotsTxtMiddleware",
-        "sitemapcrawl.downloadermiddlewares.robotstxt",
-    ),
-    (
-        "sitemapcrawl.httpcompression.SitemapHttpCompressionMiddleware",
-        "sitemapcrawl.downloadermiddlewares.httpcompression",
-    ),
-    (
-        "sitemapcrawl.redirectguard.PrivateRedirectMiddleware",
-        "sitemapcrawl.downloadermiddlewares.privateredirect",
-    ),
-    ("sitemapcrawl.extensions.SitemapProgressExtension", "sitemapcrawl.extensions.progress"),
-]
-
-
-@pytest.mark.parametrize(("old", "module"), _MOVED)
-def test_an_old_component_path_loads_with_a_deprecation_warning(old: str, module: str) -> None:
-    name = old.rsplit(".", 1)[1]
-    with pytest.warns(ScrapyDeprecationWarning, match=rf"moved to {re.escape(module)}\.{name}"):
-        found = load_object(old)
-    assert found is load_object(f"{module}.{name}")
-
-
 def _pipelines_after_the_addon(settings: Settings) -> list[Any]:
     """The item pipelines a crawl with ``settings`` builds, the add-on's included."""
     AddonManager(get_crawler(settings_dict={})).load_settings(settings)
     return [load_object(p) for p in build_component_list(settings.getwithbase("ITEM_PIPELINES"))]
 
 
-def test_a_project_naming_an_old_pipeline_path_runs_the_pipeline_once() -> None:
-    settings = Settings(
-        project_settings({"ITEM_PIPELINES": {"sitemapcrawl.pipelines.PageSamplingPipeline": 300}})
-    )
-    with pytest.warns(ScrapyDeprecationWarning):
-        pipelines = _pipelines_after_the_addon(settings)
+def test_a_project_naming_a_pipeline_the_addon_registers_runs_it_once() -> None:
+    path = "sitemapcrawl.pipelines.sampling.PageSamplingPipeline"
+    settings = Settings(project_settings({"ITEM_PIPELINES": {path: 300}}))
+    pipelines = _pipelines_after_the_addon(settings)
     assert pipelines.count(PageSamplingPipeline) == 1
     assert pipelines.count(ScrapedCountPipeline) == 1
 
 
-def test_an_unknown_name_on_an_old_path_is_an_attribute_error() -> None:
-    import sitemapcrawl.middlewares
-
-    with pytest.raises(AttributeError, match="SitemapNoSuchMiddleware"):
-        _ = sitemapcrawl.middlewares.SitemapNoSuchMiddleware
+@pytest.mark.parametrize(
+    "old",
+    [
+        "sitemapcrawl.middlewares",
+        "sitemapcrawl.httpcompression",
+        "sitemapcrawl.redirectguard",
+        "sitemapcrawl.robotstxt",
+        "sitemapcrawl.deprecate",
+    ],
+)
+def test_the_unreleased_component_paths_are_gone(old: str) -> None:
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
