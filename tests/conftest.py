@@ -16,6 +16,10 @@ from tests.mockserver import MockServer
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+# Collected for doctests, tests/testmaster/settings.py would install the recording shims in
+# the test process (a recording crawl's settings module, for its own process only).
+collect_ignore = ["testmaster/settings.py"]
+
 DATA = Path(__file__).parent / "data"
 SITES = DATA / "sites"
 # crawler-commons' test resources, with their licence and provenance (README.md there).

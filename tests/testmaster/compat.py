@@ -52,6 +52,7 @@ crawls) and ``cli.py`` (the ``testmaster`` command line).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import datetime as dt
@@ -77,7 +78,7 @@ from sitemapcrawl.pipelines.report import site_reports
 from sitemapcrawl.sitemaps.seen import SeenUrls
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator, Callable, Iterator
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -153,6 +154,20 @@ class PortableSeenUrls(SeenUrls):
 def record_portably() -> None:
     """In a recording process (``settings.py``): the spider keeps a ``PortableSeenUrls``."""
     reading_module.SeenUrls = PortableSeenUrls  # type: ignore[misc]
+
+
+@contextlib.contextmanager
+def _portable_seen() -> Iterator[None]:
+    """While one fixture is replayed: the spider keeps a ``PortableSeenUrls``, as recorded.
+
+    Scoped, not global: a test run alone or in any order replays the same, and the other
+    tests of the process keep the spider's own ``SeenUrls``."""
+    kept = reading_module.SeenUrls
+    reading_module.SeenUrls = PortableSeenUrls  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        reading_module.SeenUrls = kept  # type: ignore[misc]
 
 
 class RecordedRequest(dict[str, Any]):
@@ -413,11 +428,13 @@ _generate_test = tm_utils.generate_test
 
 def _generate_test_with_state(fixture_path: str, encoding: str = "utf-8") -> Callable[..., None]:
     """testmaster's replay, then the spider's state after the callback, compared by value."""
-    test = _generate_test(fixture_path, encoding)
+    with _portable_seen():
+        test = _generate_test(fixture_path, encoding)
     data, spider = _replays.pop()
 
     def test_with_state(case: Any) -> None:
-        test(case)
+        with _portable_seen():
+            test(case)
         recorded = {k: v for k, v in data["spider_args_out"].items() if k not in NOT_COMPARED}
         replayed = {
             k: _freeze(v, spider) for k, v in _state(spider).items() if k not in NOT_COMPARED
