@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
-import socket
 from urllib.parse import urlsplit
+
+from sitemapcrawl.sitemaps.hosts import InvalidHost, canonical_host
 
 __all__ = [
     "SCOPE_MODES",
@@ -28,13 +29,10 @@ def normal_host(host: str) -> str:
     >>> normal_host("Example.COM."), normal_host("0x7f.0.0.1"), normal_host("2130706433")
     ('example.com', '127.0.0.1', '127.0.0.1')
     """
-    host = host.lower().rstrip(".")
-    if host and host[-1].isdigit() and all(c in "0123456789abcdefx." for c in host):
-        try:
-            return socket.inet_ntoa(socket.inet_aton(host))
-        except OSError:
-            return host
-    return host
+    try:
+        return canonical_host(host)
+    except (InvalidHost, UnicodeError):
+        return host.lower().rstrip(".")
 
 
 def _bare_host(host: str) -> str:
@@ -143,8 +141,10 @@ def private_address(url: str, origin: str | None) -> bool:
     True
     >>> private_address("http://127.0.0.1:8000/s.xml", "http://127.0.0.1:8000/")
     False
+    >>> private_address("http://0251.0376.0251.0376/", "https://example.com")  # 169.254.169.254
+    True
     """
-    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    host = normal_host(urlsplit(url).hostname or "")
     if host == "localhost" or host.endswith(".localhost"):
         internal = True
     else:
@@ -157,7 +157,7 @@ def private_address(url: str, origin: str | None) -> bool:
         return False
     if origin is None:
         return False
-    origin_host = (urlsplit(origin).hostname or "").rstrip(".").lower()
+    origin_host = normal_host(urlsplit(origin).hostname or "")
     if origin_host == "localhost" or origin_host.endswith(".localhost"):
         return False
     try:
