@@ -1493,7 +1493,8 @@ def _every_fault_files(c: Ctx) -> dict[str, bytes]:
         "loc_bad_scheme": doc(url("ftp://ftp.example/file"), url(p("scheme-ok"))),
         "loc_control_chars": doc(url(p("tab&#9;inside")), url(p("control-ok"))),
         "loc_invalid": doc(url("http://host.example:99999/bad-port")),
-        "loc_invisible_chars": doc(url("\u200b" + p("zero-width")), url(p("invisible-ok"))),
+        "loc_invisible_chars": doc(url(p("zero\u200bwidth")), url(p("invisible-ok"))),
+        "loc_invisible_padding": doc(url("\u200b" + p("padded")), url(p("padding-ok"))),
         "loc_missing": doc("<url><lastmod>2024-05-01</lastmod></url>", url(p("missing-ok"))),
         "loc_not_absolute": f"{p('text-ok')}\nrelative/line\n".encode(),
         "loc_relative_other_host": doc(url("//other.example/x"), url("relative-ok")),
@@ -1556,14 +1557,14 @@ def _(c: Ctx) -> Case:
 
 EVERY_FAULT_STATS = merge(
     {
-        "sitemapcrawl/sitemaps/requested_count": 22,  # and the 6 failed() adds
-        "sitemapcrawl/sitemaps/done_count": 22,
-        "sitemapcrawl/sitemaps/parsed_count": 22,
-        "sitemapcrawl/sitemaps/parsed_count/urlset": 20,
+        "sitemapcrawl/sitemaps/requested_count": 23,  # and the 6 failed() adds
+        "sitemapcrawl/sitemaps/done_count": 23,
+        "sitemapcrawl/sitemaps/parsed_count": 23,
+        "sitemapcrawl/sitemaps/parsed_count/urlset": 21,
         "sitemapcrawl/sitemaps/parsed_count/sitemapindex": 1,  # mixed_entries
         "sitemapcrawl/sitemaps/parsed_count/text": 1,  # loc_not_absolute
         "sitemapcrawl/sitemaps/gzip_count": 2,  # decompression_error, too_large
-        "sitemapcrawl/urls/found_count": 22,
+        "sitemapcrawl/urls/found_count": 24,
     },
     # the bodies that are not sitemaps, by what they are
     failed("empty"),

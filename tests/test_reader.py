@@ -526,7 +526,7 @@ def test_only_xml_white_space_is_stripped_and_a_control_character_drops_the_loca
     assert "'https://site.example/tab\\tinside'" in reader.faults[0].message
 
 
-def test_invisible_characters_make_a_location_invalid_never_relative() -> None:
+def test_invisible_characters_inside_drop_a_location_at_its_ends_are_stripped() -> None:
     locs, reader = parse(
         urlset(
             "\u200bhttps://site.example/zero-width",
@@ -536,14 +536,25 @@ def test_invisible_characters_make_a_location_invalid_never_relative() -> None:
             "https://site.example/nbsp\xa0",
             "https://site.example/\u0645\u06cc\u200c\u062e",  # ZWNJ: Persian needs it
             "https://site.example/no-break\xa0inside",
+            "\u200b /relative\u2060",
+            "\u200b\ufeff",
         )
     )
     assert locs == [
+        "https://site.example/zero-width",
+        "https://site.example/bom",
+        "https://site.example/nbsp",
         "https://site.example/%D9%85%DB%8C%E2%80%8C%D8%AE",
         "https://site.example/no-break%C2%A0inside",
+        "https://site.example/relative",
     ]
-    assert dict(reader.counts) == {"loc_invisible_chars": 5}
-    assert codes(reader) == ["loc_invisible_chars"]
+    assert dict(reader.counts) == {
+        "loc_invisible_padding": 5,
+        "loc_invisible_chars": 2,
+        "loc_missing": 1,
+        "loc_relative": 1,
+    }
+    assert codes(reader) == ["loc_invisible_padding", "loc_invisible_chars", "loc_missing"]
 
 
 def test_undecodable_bytes_drop_their_location() -> None:

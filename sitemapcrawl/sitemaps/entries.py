@@ -25,6 +25,7 @@ from .errors import (
     LocControlChars,
     LocInvalid,
     LocInvisibleChars,
+    LocInvisiblePadding,
     LocMissing,
     LocNotAbsolute,
     LocQueryOrFragment,
@@ -47,6 +48,7 @@ from .urls import (
     XML_SPACE,
     bad_authority,
     invisible,
+    strip_invisible,
 )
 
 if TYPE_CHECKING:
@@ -190,6 +192,15 @@ class EntryRules:
             self.entry_fault(LocMissing, None)
             return None, False
         if not loc.isascii() or _CONTROLS.search(loc) is not None:
+            padded = loc
+            loc = strip_invisible(loc)
+            if loc != padded:
+                self.entry_fault(LocInvisiblePadding, padded)
+                if not loc:
+                    self.entry_fault(LocMissing, None)
+                    return None, False
+                if loc.isascii() and _plain_url(loc) and len(loc) <= self.limits.max_loc_length:
+                    return loc, False
             why = _unusable(loc)
             if why is not None:
                 if why is not _UNEXPANDED:

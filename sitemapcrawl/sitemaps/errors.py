@@ -239,6 +239,16 @@ class LocInvisibleChars(EntryFault):
     what = "location with an invisible character in it, dropped"
 
 
+class LocInvisiblePadding(EntryFault):
+    """A location padded at an end with invisible characters (zero-width space, a BOM,
+    a bidirectional mark, a no-break space): read without them (a CMS that pads every
+    ``<loc>`` would otherwise lose its whole sitemap). Inside a location they still drop
+    it (``loc_invisible_chars``)."""
+
+    code = "loc_invisible_padding"
+    what = "location padded with invisible characters at an end, read without them"
+
+
 class LocNotAbsolute(EntryFault):
     """A text sitemap line that is not an absolute http(s) URL: dropped, not resolved."""
 

@@ -32,6 +32,7 @@ __all__ = [
     "has_bare_amp",
     "invisible",
     "mark_controls",
+    "strip_invisible",
 ]
 
 HTTP: Final = ("http://", "https://")
@@ -139,6 +140,29 @@ def invisible(loc: str) -> bool:
     (False, False)
     """
     return _INVISIBLE.search(loc) is not None or loc[:1] in _OTHER_SPACE or loc[-1:] in _OTHER_SPACE
+
+
+#: What a CMS pads a location with that no one sees: the invisible characters above, white
+#: space XML does not strip, and XML's own between them.
+_PADDING = (
+    "".join(
+        chr(c)
+        for c in (0x200B, 0x200E, 0x200F, *range(0x202A, 0x202F), 0x2060, *range(0x2066, 0x206A))
+    )
+    + "\ufeff"
+    + _OTHER_SPACE
+    + XML_SPACE
+)
+
+
+def strip_invisible(loc: str) -> str:
+    """``loc`` without the invisible characters and white space padding its ends (a CMS
+    that pads every ``<loc>`` with a zero-width space or a BOM); what is inside stays.
+
+    >>> strip_invisible("\u200b\ufeff https://a.example/x\xa0"), strip_invisible("/a\u200bb")
+    ('https://a.example/x', '/a\u200bb')
+    """
+    return loc.strip(_PADDING)
 
 
 def authority(loc: str) -> str:
