@@ -41,7 +41,11 @@ PARSERS = ["ours", "ours-lxml", "scrapy", "usp", "defusedxml", "lxml", "pyexpat"
 # "ours": default settings, with the state file a first run writes (fresh every run, so no
 # run replays another's 304s); "ours-nostate": the same crawl with the state file off;
 # "ours-rerun" (not in the default list): a second run of "ours" on the file its first run
-# wrote (the sitemaps answered 304 and read from the state).
+# wrote (the sitemaps answered 304 and read from the state); "ours-default" (not in the
+# default list): the crawl a user gets with no argument (pages sampled, links followed from
+# them, the state file on): the bench site has no pages, so each sampled or followed page is
+# one 404, counted apart from the sitemap requests.
+OURS = ("ours", "ours-nostate", "ours-rerun", "ours-default")
 E2E_TOOLS = ["ours", "ours-nostate", "stock-scrapy", "scrapy-items", "usp", "advertools"]
 DEFAULT_PORT = 18730  # files; +1: 1M site, +2: 100k site, +3: 10k site
 SITE_PORT_OFFSET = {1_000_000: 1, 100_000: 2, 10_000: 3}
@@ -567,12 +571,12 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
     log_path = os.path.join(e2e_dir, f"{tag}.log")
     res: dict = {"tool": tool, "expected_urls": n_urls}
     rerun = tool == "ours-rerun"
-    if tool in ("ours", "ours-nostate", "ours-rerun"):
+    if tool in OURS:
         jsonl = os.path.join(e2e_dir, f"{tag}.jsonl")
         if os.path.exists(jsonl):
             os.remove(jsonl)
         state = ""
-        if tool in ("ours", "ours-rerun"):
+        if tool in ("ours", "ours-rerun", "ours-default"):
             state = os.path.join(e2e_dir, f"{tag}.sqlite")
             for suffix in ("", "-wal", "-shm"):
                 if os.path.exists(state + suffix):
@@ -585,8 +589,9 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
             "sitemap",
             "-a",
             f"origin={origin}",
-            "-a",
-            "sample=off",  # discovery only, as the peers do
+            *(
+                () if tool == "ours-default" else ("-a", "sample=off")
+            ),  # discovery only, as the peers do
             "-O",
             jsonl,
             "-s",
@@ -646,10 +651,14 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
     res["requests"] = st["total"]
     res["requests_404"] = st["status"].get("404", 0)
     expected_req = manifest["expected_requests"]
-    res["requests_exact"] = st["paths"] == expected_req
+    paths = st["paths"]
+    if tool == "ours-default":  # the sitemap requests exactly, and the pages apart
+        res["page_requests"] = sum(v for k, v in paths.items() if k not in expected_req)
+        paths = {k: v for k, v in paths.items() if k in expected_req}
+    res["requests_exact"] = paths == expected_req
     if not res["requests_exact"]:
-        extra = {k: v for k, v in st["paths"].items() if expected_req.get(k) != v}
-        missing = [k for k in expected_req if k not in st["paths"]]
+        extra = {k: v for k, v in paths.items() if expected_req.get(k) != v}
+        missing = [k for k in expected_req if k not in paths]
         res["requests_diff"] = {"unexpected_or_repeated": extra, "missing": missing}
     # URLs found
     urls = None
@@ -658,7 +667,7 @@ def e2e_one(tool: str, srv: StaticServer, n_urls: int, manifest: dict, timeout: 
             text = f.read()
     except OSError:
         text = ""
-    if tool in ("ours", "ours-nostate", "ours-rerun"):
+    if tool in OURS:
         stats = dict(LOG_STAT.findall(text))
         res["finish_reason"] = stats.get("finish_reason")
         res["item_scraped_count"] = (
@@ -737,13 +746,15 @@ def e2e_bench(
         ok = r["status"] == "ok"
         req = f"{r['requests']}" + (f" ({r['requests_404']}x404)" if r["requests_404"] else "")
         extra = ""
-        if t in ("ours", "ours-nostate", "ours-rerun"):
+        if t in OURS:
             extra = (
                 f"finish_reason={r.get('finish_reason')}, "
                 f"item_scraped_count={r.get('item_scraped_count')}"
             )
             if r.get("state_bytes"):
                 extra += f", state file {r['state_bytes'] / n_urls:,.0f} B/URL"
+            if r.get("page_requests") is not None:
+                extra += f", {r['page_requests']} page requests"
         elif r.get("peer_result"):
             extra = ", ".join(f"{k}={v}" for k, v in r["peer_result"].items() if k != "urls")
         flag = "" if (r["urls"] == n_urls) else (" ⚠" if r["urls"] is not None else "")

@@ -148,3 +148,18 @@ def test_never_imports_scrapy_or_twisted() -> None:
         """
     )
     subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1], check=True)
+
+
+@given(
+    st.sampled_from(["http://a.example", "HTTPS://B.Example:8080", "https://u@c.example"]),
+    st.text(alphabet="ab/?#=.%", max_size=12),
+)
+def test_the_tally_splits_urls_as_urlsplit_does(origin: str, rest: str) -> None:
+    from urllib.parse import urlsplit
+
+    from sitemapcrawl.verify.coverage import _origin_and_section, section_of
+
+    url = origin + rest
+    parts = urlsplit(url)
+    expected = (f"{parts.scheme}://{parts.netloc.lower()}", section_of(url))
+    assert _origin_and_section(url) == expected

@@ -6,6 +6,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests.mockserver import MockServer
@@ -502,3 +504,20 @@ async def test_links_without_verification_warn_and_fetch_no_page(
     assert report is None
     assert "links=full needs SITEMAPCRAWL_VERIFY_ENABLED" in caplog.text
     assert set(paths(site)) == {"/robots.txt", "/sitemap.xml", "/more.xml"}
+
+
+_URL_CHARS = "aZ09-._~!$&'()*+,;=:@/?#%[]^`{|} \u00e9"
+
+
+@given(
+    st.sampled_from(["http://a.example", "https://www.b-c.example:8080", "http://A.example"]),
+    st.text(alphabet=_URL_CHARS, max_size=14),
+)
+def test_the_listed_key_is_canonicalize_url(origin: str, rest: str) -> None:
+    """The link follower's key skips ``canonicalize_url`` only where it would change nothing."""
+    from w3lib.url import canonicalize_url
+
+    from sitemapcrawl.linkfollow import _key
+
+    url = f"{origin}/{rest}"
+    assert _key(url) == canonicalize_url(url)

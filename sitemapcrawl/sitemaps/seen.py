@@ -62,7 +62,16 @@ class SeenUrls:
 
     def add(self, key: str) -> bool:
         """Add ``key``; True when it was not there yet."""
-        value = _hash(key)
+        return self.add_hash(_hash(key))
+
+    @staticmethod
+    def hash(key: str) -> int:
+        """The 64-bit value the table keeps for ``key``: hash once, add to several tables
+        (:meth:`add_hash`)."""
+        return _hash(key)
+
+    def add_hash(self, value: int) -> bool:
+        """Add a key by its :meth:`hash`; True when it was not there yet."""
         table = self._table
         mask = self._mask
         index = value & mask

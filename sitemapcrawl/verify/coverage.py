@@ -60,6 +60,33 @@ def section_of(url: str) -> str:
     return "/" if end < 0 else path[: end + 1]
 
 
+def _origin_and_section(url: str) -> tuple[str, str]:
+    """``scheme://netloc`` (lower case) and :func:`section_of` of an emitted URL, without
+    ``urlsplit`` for the usual ``http(s)://host/path`` shape (once per listed URL).
+
+    >>> _origin_and_section("HTTPS://A.example:8080/blog/post?x=1")
+    ('https://a.example:8080', '/blog/')
+    >>> _origin_and_section("https://a.example?x=/y/"), _origin_and_section("https://a.example")
+    (('https://a.example', '/'), ('https://a.example', '/'))
+    """
+    start = url.find("://") + 3
+    slash = url.find("/", start)
+    if start > 3 and slash > 0:
+        origin = url[:slash]
+        if "?" not in origin and "#" not in origin:
+            end = url.find("/", slash + 1)
+            if end > 0:
+                cut = url.find("?", slash, end)
+                if cut < 0:
+                    cut = url.find("#", slash, end)
+                if cut < 0:
+                    return origin.lower(), url[slash : end + 1]
+            else:
+                return origin.lower(), "/"
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.lower()}", section_of(url)
+
+
 def share(part: int, whole: int) -> float:
     """``part / whole`` rounded to four places, 0.0 for an empty whole.
 
@@ -193,9 +220,9 @@ class CoverageTally:
     def add(self, url: str) -> None:
         """One sitemap URL (emitted once)."""
         self.listed += 1
-        self.sections[section_of(url)] += 1
-        parts = urlsplit(url)
-        self.hosts[f"{parts.scheme}://{parts.netloc.lower()}"] += 1
+        origin, section = _origin_and_section(url)
+        self.sections[section] += 1
+        self.hosts[origin] += 1
 
     def duplicate(self, url: str, sitemap: str) -> None:
         """A URL listed again by ``sitemap`` (the item of its first listing was emitted)."""
