@@ -56,6 +56,24 @@ def state_path(value: str | None, settings: BaseSettings) -> Path | None:
     return Path(str(chosen).strip()).expanduser()
 
 
+def _policy(settings: BaseSettings) -> Policy:
+    """The refetch policy the ``SITEMAPCRAWL_INCREMENTAL_*`` settings choose."""
+    return Policy(
+        theta=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_THETA"),
+        max_age=dt.timedelta(days=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_MAX_AGE_DAYS")),
+        max_age_trusted=dt.timedelta(
+            days=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_MAX_AGE_TRUSTED_DAYS")
+        ),
+        audit_trusted=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED"),
+        audit_provisional=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL"),
+        audit_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN"),
+        page_dates=settings.getbool("SITEMAPCRAWL_INCREMENTAL_PAGE_DATES"),
+        probe_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_PROBE_MIN"),
+        wave_alpha=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_WAVE_ALPHA"),
+        wave_max=settings.getint("SITEMAPCRAWL_INCREMENTAL_WAVE_MAX"),
+    )
+
+
 def parse_since(value: str) -> dt.datetime | str:
     """``last`` or an ISO 8601 date/time (UTC when no zone); raises ValueError."""
     text = value.strip()
@@ -92,20 +110,7 @@ class CrawlState:
         self.incremental = since is not None
         self.pages = pages
         self.segments: dict[str, SegmentState] = store.segments(origin)
-        self.policy = Policy(
-            theta=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_THETA"),
-            max_age=dt.timedelta(days=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_MAX_AGE_DAYS")),
-            max_age_trusted=dt.timedelta(
-                days=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_MAX_AGE_TRUSTED_DAYS")
-            ),
-            audit_trusted=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED"),
-            audit_provisional=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL"),
-            audit_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN"),
-            page_dates=settings.getbool("SITEMAPCRAWL_INCREMENTAL_PAGE_DATES"),
-            probe_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_PROBE_MIN"),
-            wave_alpha=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_WAVE_ALPHA"),
-            wave_max=settings.getint("SITEMAPCRAWL_INCREMENTAL_WAVE_MAX"),
-        )
+        self.policy = _policy(settings)
         self.conditional_pages = settings.getbool("SITEMAPCRAWL_CONDITIONAL_PAGES")
         self.seed = str(settings.get("SITEMAPCRAWL_SAMPLE_SEED"))
         self.first_audit = settings.getint("SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT")
@@ -392,23 +397,7 @@ class CrawlState:
         chosen = {n: s for n, s in self.by_segment.items() if only is None or n in only}
         for name, seg in sorted(chosen.items()):
             reasons.update(seg.decisions)
-            segments[name] = {
-                "urls": seg.urls,
-                "refetch": seg.refetch,
-                "lastmod_after_since": seg.lastmod_after_since,
-                "undated": seg.undated,
-                "by_reason": dict(sorted(seg.decisions.items())),
-            }
-            share = self.decisions.audit_shares.get(name)
-            if share is not None:  # the share of its unchanged URLs audited (TRUSTED: by need)
-                segments[name]["audit_share"] = round(share, 4)
-            if seg.wave_pages:  # pages fetched with what their rates predicted, and the wave
-                segments[name]["wave"] = {
-                    "pages": seg.wave_pages,
-                    "changed": seg.wave_changed,
-                    "expected": round(seg.wave_expected, 3),
-                    "refetched": seg.wave_fetched,
-                }
+            segments[name] = seg.summary(self.decisions.audit_shares.get(name))
         cut = self.cut(self.server_now or self.started)
         return {
             "since": (
