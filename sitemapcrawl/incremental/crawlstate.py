@@ -5,7 +5,9 @@ the crawl starts. It wraps :class:`sitemapcrawl.incremental.store.StateStore` (p
 with the run: the origin, this run's id, the previous finished run, the segments' standing
 verdicts, the incremental cut (``since``), the per-URL rows (written in batches), and its
 parts: the sitemap files (``sitemapfiles``), refetch decisions (``decisions``), our page
-fetches (``pages``) and the verdicts across runs (``judgement``).
+fetches (``pages``) and the verdicts across runs (``judgement``). It builds the parts
+and wires them: each is handed the run's facts and the segments' standings
+(``standing``) and the few handles it needs, never the ``CrawlState``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import sqlite3
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,18 +24,21 @@ from sitemapcrawl.incremental.fetches import FetchStore
 from sitemapcrawl.incremental.judgement import GENERATION_CONFIRM, SegmentJudgement
 from sitemapcrawl.incremental.pages import PageObservations
 from sitemapcrawl.incremental.schema import RUN_BUSY_TIMEOUT, SiteLock, is_locked, writer_waited
-from sitemapcrawl.incremental.segmentrun import SegmentRun, audits, unsampled_runs, utc
+from sitemapcrawl.incremental.segmentrun import audits, unsampled_runs, utc
 from sitemapcrawl.incremental.sitemapfiles import SitemapFiles
+from sitemapcrawl.incremental.standing import RunFacts, SegmentStandings
 from sitemapcrawl.incremental.store import StateError, StateLocked, StateStore
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.schedule import Decision, Policy, delta_l
 
 if TYPE_CHECKING:
+    from collections import defaultdict
     from collections.abc import Callable, Iterator
 
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
 
+    from sitemapcrawl.incremental.segmentrun import SegmentRun
     from sitemapcrawl.incremental.store import SegmentState
     from sitemapcrawl.items import SitemapUrlItem
 
@@ -54,6 +59,24 @@ def state_path(value: str | None, settings: BaseSettings) -> Path | None:
     if chosen is None or str(chosen).strip().lower() in ("", "off", "false", "0"):
         return None
     return Path(str(chosen).strip()).expanduser()
+
+
+def _policy(settings: BaseSettings) -> Policy:
+    """The refetch policy the ``SITEMAPCRAWL_INCREMENTAL_*`` settings choose."""
+    return Policy(
+        theta=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_THETA"),
+        max_age=dt.timedelta(days=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_MAX_AGE_DAYS")),
+        max_age_trusted=dt.timedelta(
+            days=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_MAX_AGE_TRUSTED_DAYS")
+        ),
+        audit_trusted=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED"),
+        audit_provisional=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL"),
+        audit_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN"),
+        page_dates=settings.getbool("SITEMAPCRAWL_INCREMENTAL_PAGE_DATES"),
+        probe_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_PROBE_MIN"),
+        wave_alpha=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_WAVE_ALPHA"),
+        wave_max=settings.getint("SITEMAPCRAWL_INCREMENTAL_WAVE_MAX"),
+    )
 
 
 def parse_since(value: str) -> dt.datetime | str:
@@ -91,21 +114,9 @@ class CrawlState:
         self.since_arg = since
         self.incremental = since is not None
         self.pages = pages
-        self.segments: dict[str, SegmentState] = store.segments(origin)
-        self.policy = Policy(
-            theta=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_THETA"),
-            max_age=dt.timedelta(days=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_MAX_AGE_DAYS")),
-            max_age_trusted=dt.timedelta(
-                days=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_MAX_AGE_TRUSTED_DAYS")
-            ),
-            audit_trusted=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED"),
-            audit_provisional=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL"),
-            audit_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN"),
-            page_dates=settings.getbool("SITEMAPCRAWL_INCREMENTAL_PAGE_DATES"),
-            probe_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_PROBE_MIN"),
-            wave_alpha=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_WAVE_ALPHA"),
-            wave_max=settings.getint("SITEMAPCRAWL_INCREMENTAL_WAVE_MAX"),
-        )
+        #: the segments' standing verdicts and this run's bookkeeping, shared by the parts
+        self.standings = SegmentStandings(store.segments(origin))
+        self.policy = _policy(settings)
         self.conditional_pages = settings.getbool("SITEMAPCRAWL_CONDITIONAL_PAGES")
         self.seed = str(settings.get("SITEMAPCRAWL_SAMPLE_SEED"))
         self.first_audit = settings.getint("SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT")
@@ -115,7 +126,6 @@ class CrawlState:
         )
         self.resample_trusted_runs = settings.getint("SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS")
         self._rows: list[tuple[str, str, str, str | None, int, bool]] = []
-        self.by_segment: defaultdict[str, SegmentRun] = defaultdict(SegmentRun)
         self.server_now: dt.datetime | None = None
         self.closed = False
         self.lock: SiteLock | None = None  # set by open
@@ -126,15 +136,30 @@ class CrawlState:
         self.pending = 0
         self._now_for: dt.datetime | None = None
         self._now_seconds = 0
-        #: the site a segment belongs to (a crawl over several sites: set by the spider);
-        #: segments pool their counts within their site only
-        self.site_of: Callable[[str], str] = _one_site
         #: the run's parts: sitemap files, refetch decisions, page fetches, verdicts
         self.sitemaps = SitemapFiles(store.sitemaps, origin, self.run_id, self.seed)
         self.fetches = FetchStore(store)
-        self.decisions = RefetchDecisions(self)
-        self.pages_seen = PageObservations(self)
-        self.judgement = SegmentJudgement(self)
+        run = RunFacts(
+            origin, self.run_id, self.started, self.seed, self.policy, store, self.fetches
+        )
+        standings = self.standings
+        self.decisions = RefetchDecisions(
+            run,
+            standings,
+            since_last=self.since_last,
+            pages=pages,
+            first_audit=self.first_audit,
+        )
+        self.pages_seen = PageObservations(
+            run,
+            standings,
+            self.decisions,
+            sitemap_as_of=self.sitemaps.as_of,
+            conditional=self.conditional_pages,
+            flush=self.flush,
+            clock=self._clock,
+        )
+        self.judgement = SegmentJudgement(run, standings, flush=self.flush, clock=self._clock)
 
     @classmethod
     def open(
@@ -178,6 +203,30 @@ class CrawlState:
                 {"path": path, "old": store.upgraded_from, "new": store.version},
             )
         return state
+
+    # -- the standings (shared with the parts) ----------------------------------------------
+
+    @property
+    def segments(self) -> dict[str, SegmentState]:
+        return self.standings.segments
+
+    @property
+    def by_segment(self) -> defaultdict[str, SegmentRun]:
+        return self.standings.by_segment
+
+    @property
+    def site_of(self) -> Callable[[str], str]:
+        """The site a segment belongs to (a crawl over several sites: set by the spider);
+        segments pool their counts within their site only."""
+        return self.standings.site_of
+
+    @site_of.setter
+    def site_of(self, site_of: Callable[[str], str]) -> None:
+        self.standings.site_of = site_of
+
+    def _clock(self) -> dt.datetime:
+        """The run's server clock so far (its start before the first URL)."""
+        return self.server_now or self.started
 
     # -- the incremental cut ---------------------------------------------------------------
 
@@ -257,15 +306,8 @@ class CrawlState:
         )
 
     def cluster_moves(self, segment: str, centre: Any) -> int | None:
-        """Consecutive fetches on which the segment's lastmod cluster moved, this one
-        included; None without an earlier fetch to compare with."""
-        standing = self.segments.get(segment)
-        last = standing.counts.get("cluster_centre") if standing is not None else None
-        if last is None or centre is None:
-            return None
-        if str(centre) == last:
-            return 0
-        return int(standing.counts.get("cluster_moves", 0)) + 1 if standing else 1
+        """:meth:`SegmentStandings.cluster_moves`."""
+        return self.standings.cluster_moves(segment, centre)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -346,18 +388,12 @@ class CrawlState:
                 yield url, segment, reason
 
     def shift(self, segment: str) -> float | None:
-        """A TZ_SHIFT segment's offset in seconds (lastmod minus the truth), else None."""
-        standing = self.segments.get(segment)
-        if standing is None or standing.verdict != "TZ_SHIFT":
-            return None
-        value = standing.counts.get("tz_shift_s")
-        return float(value) if value is not None else None
+        """:meth:`SegmentStandings.shift`."""
+        return self.standings.shift(segment)
 
     def utc_offset(self, segment: str) -> float | None:
-        """The UTC offset the segment's pages write their times in, when known."""
-        standing = self.segments.get(segment)
-        value = standing.counts.get("utc_offset_s") if standing is not None else None
-        return float(value) if value is not None else None
+        """:meth:`SegmentStandings.utc_offset`."""
+        return self.standings.utc_offset(segment)
 
     # -- pages, sitemaps and verdicts (the run's parts) ---------------------------------------
 
@@ -392,24 +428,8 @@ class CrawlState:
         chosen = {n: s for n, s in self.by_segment.items() if only is None or n in only}
         for name, seg in sorted(chosen.items()):
             reasons.update(seg.decisions)
-            segments[name] = {
-                "urls": seg.urls,
-                "refetch": seg.refetch,
-                "lastmod_after_since": seg.lastmod_after_since,
-                "undated": seg.undated,
-                "by_reason": dict(sorted(seg.decisions.items())),
-            }
-            share = self.decisions.audit_shares.get(name)
-            if share is not None:  # the share of its unchanged URLs audited (TRUSTED: by need)
-                segments[name]["audit_share"] = round(share, 4)
-            if seg.wave_pages:  # pages fetched with what their rates predicted, and the wave
-                segments[name]["wave"] = {
-                    "pages": seg.wave_pages,
-                    "changed": seg.wave_changed,
-                    "expected": round(seg.wave_expected, 3),
-                    "refetched": seg.wave_fetched,
-                }
-        cut = self.cut(self.server_now or self.started)
+            segments[name] = seg.summary(self.decisions.audit_shares.get(name))
+        cut = self.cut(self._clock())
         return {
             "since": (
                 self.since_arg
@@ -437,7 +457,7 @@ class CrawlState:
         try:
             self.flush()
             now = dt.datetime.now(dt.UTC).replace(microsecond=0)
-            server_now = self.server_now or self.started
+            server_now = self._clock()
             self.store.finish_run(
                 self.run_id,
                 format_utc(now),
@@ -457,8 +477,3 @@ class CrawlState:
             self.store.close()
             if self.lock is not None:
                 self.lock.release()
-
-
-def _one_site(segment: str) -> str:
-    """``CrawlState.site_of`` for a crawl of one site: every segment is the site's."""
-    return ""

@@ -23,7 +23,7 @@ from sitemapcrawl.verify.schedule import (
 if TYPE_CHECKING:
     import datetime as dt
 
-    from sitemapcrawl.incremental.crawlstate import CrawlState
+    from sitemapcrawl.incremental.standing import RunFacts, SegmentStandings
     from sitemapcrawl.incremental.store import SegmentState, UrlState
     from sitemapcrawl.items import SitemapUrlItem
 
@@ -32,10 +32,26 @@ __all__ = ["RefetchDecisions"]
 
 class RefetchDecisions:
     """The refetch decision of each URL of an incremental run (``sitemapcrawl.verify.schedule``),
-    with its segment's standing verdict, change-rate prior and audit share."""
+    with its segment's standing verdict, change-rate prior and audit share.
 
-    def __init__(self, run: CrawlState) -> None:
+    ``since_last``: the run's cut is the previous run's; ``pages``: the crawl fetches the
+    pages itself (untrusted segments are probed); ``first_audit``:
+    ``SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT``."""
+
+    def __init__(
+        self,
+        run: RunFacts,
+        standings: SegmentStandings,
+        *,
+        since_last: bool,
+        pages: bool,
+        first_audit: int,
+    ) -> None:
         self._run = run
+        self._standings = standings
+        self._since_last = since_last
+        self._pages = pages
+        self._first_audit = first_audit
         self._priors: dict[str, tuple[int, float]] = {}
         self._page_priors: dict[str, tuple[int, float]] = {}
         #: the audit share of each segment that has its own (TRUSTED: by need)
@@ -50,11 +66,14 @@ class RefetchDecisions:
         now: dt.datetime,
         cut: dt.datetime | None,
     ) -> Decision:
-        standing = self._run.segments.get(item.segment)
+        standing = self._standings.segments.get(item.segment)
         verdict = standing.verdict if standing is not None else None
         if cut is None:  # since=last and no previous run: all new
             return Decision(True, "new")
-        shift, offset = self._run.shift(item.segment), self._run.utc_offset(item.segment)
+        shift, offset = (
+            self._standings.shift(item.segment),
+            self._standings.utc_offset(item.segment),
+        )
         history = None
         if prev is not None:
             history = UrlHistory(
@@ -74,7 +93,7 @@ class RefetchDecisions:
             utc_offset=offset,
             probe_share=self._probe_share(item.segment, standing),
         )
-        run = RunWindow(cut, self._run.since_last, now, self._run.policy)
+        run = RunWindow(cut, self._since_last, now, self._run.policy)
         draw = audit_draw(self._run.seed, self._run.run_id, item.url)
         return decide(lastmod, history, segment, run, draw)
 
@@ -90,19 +109,19 @@ class RefetchDecisions:
     def untrusted(self, segment: str) -> bool:
         """Whether the segment's lastmod is not used on this run (``uses_lastmod``): its
         URLs follow their change rates."""
-        standing = self._run.segments.get(segment)
+        standing = self._standings.segments.get(segment)
         if standing is None:
             return True
         return not uses_lastmod(
             standing.verdict,
             subset_trusted=bool(standing.counts.get("subset_trusted")),
-            shift_known=self._run.shift(segment) is not None,
+            shift_known=self._standings.shift(segment) is not None,
         )
 
     def change_probability(self, segment: str, prev: UrlState, seconds: float) -> float:
         """P(the page changed) over ``seconds`` since our previous fetch (``prev``), by
         the rate its decision used (``rate_history``)."""
-        standing = self._run.segments.get(segment)
+        standing = self._standings.segments.get(segment)
         intervals, prior = rate_history(
             prev.intervals,
             self._prior(segment),
@@ -117,7 +136,7 @@ class RefetchDecisions:
         crawl fetches the pages itself; None otherwise. Cached."""
         if segment not in self._probe_shares:
             share = None
-            if self._run.pages and self._run.policy.probe_min > 0 and self.untrusted(segment):
+            if self._pages and self._run.policy.probe_min > 0 and self.untrusted(segment):
                 known = self._run.store.segment_size(self._run.origin, segment)
                 share = min(1.0, self._run.policy.probe_min / max(known, 1))
             self._probe_shares[segment] = share
@@ -162,11 +181,11 @@ class RefetchDecisions:
                     audits=audited_url_runs(counts),
                     # the first run has nothing to compare with: no ΔL = 0 count
                     runs=max(int(counts.get("runs", 0)) - 1, 1),
-                    pool=self._run.judgement.standing_pool(segment),
+                    pool=self._standings.standing_pool(segment),
                 )
-            elif self._run.first_audit and audits(counts) < 1:
+            elif self._first_audit and audits(counts) < 1:
                 known = self._run.store.segment_size(self._run.origin, segment)
-                share = min(1.0, self._run.first_audit / max(known, 1))
+                share = min(1.0, self._first_audit / max(known, 1))
                 share = max(self._run.policy.audit_provisional, share)
             else:
                 share = self._run.policy.audit_provisional

@@ -13,14 +13,16 @@ import datetime as dt
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
 
-from sitemapcrawl.incremental.segmentrun import audited_url_runs, utc
+from sitemapcrawl.incremental.segmentrun import utc
 from sitemapcrawl.incremental.store import SegmentState
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.crossrun import DECAY, CrossRun, combine, generation_refuted
 from sitemapcrawl.verify.schedule import page_dates_verified, reports_within
 
 if TYPE_CHECKING:
-    from sitemapcrawl.incremental.crawlstate import CrawlState
+    from collections.abc import Callable
+
+    from sitemapcrawl.incremental.standing import RunFacts, SegmentStandings
 
 __all__ = ["GENERATION_CONFIRM", "SegmentJudgement"]
 
@@ -46,10 +48,23 @@ def _decayed(kept: list[float] | None, checks: Counter[str], kinds: tuple[str, .
 
 
 class SegmentJudgement:
-    """Each segment's verdict across runs, with this run's observations."""
+    """Each segment's verdict across runs, with this run's observations.
 
-    def __init__(self, run: CrawlState) -> None:
+    ``flush`` writes the run's URL rows so far (before they are counted); ``clock`` is the
+    run's server clock so far."""
+
+    def __init__(
+        self,
+        run: RunFacts,
+        standings: SegmentStandings,
+        *,
+        flush: Callable[[], None],
+        clock: Callable[[], dt.datetime],
+    ) -> None:
         self._run = run
+        self._standings = standings
+        self._flush = flush
+        self._clock = clock
         self._unchanged: dict[str, int] | None = None
         self.late: dict[str, tuple[int, int]] = {}
         #: this run's L2 counts per segment, all updated at the first verdict (pooling)
@@ -59,13 +74,13 @@ class SegmentJudgement:
         self, segment: str, static_name: str, static_reason: str, evidence: dict[str, Any]
     ) -> tuple[str, str, dict[str, Any]]:
         """Combine this run's L0/L1 verdict with the segment's history and save it."""
-        run = self._run
-        standing = run.segments.get(segment)
+        run, standings = self._run, self._standings
+        standing = standings.segments.get(segment)
         l2 = self.updated_l2(segment)
         pool, pool_segments = self._pool(segment)
         centre = (evidence.get("l0") or {}).get("cluster_centre")
         centre = str(centre) if centre is not None else None
-        moves = run.cluster_moves(segment, centre)
+        moves = standings.cluster_moves(segment, centre)
         if moves is None:
             moves = 1 if centre is not None else 0
         other = evidence.get("without_generation")
@@ -90,9 +105,7 @@ class SegmentJudgement:
             )
             evidence = {**evidence, "confirmed": True}
         if evidence.get("n_sampled"):
-            l2.extra["sampled_at"] = format_utc(
-                (run.server_now or run.started).replace(microsecond=0)
-            )
+            l2.extra["sampled_at"] = format_utc(self._clock().replace(microsecond=0))
             l2.extra["unsampled_runs"] = 0
         elif standing is not None and "unsampled_runs" in standing.counts:
             l2.extra["unsampled_runs"] = int(standing.counts["unsampled_runs"]) + 1
@@ -117,7 +130,7 @@ class SegmentJudgement:
         new = SegmentState(segment, name, since_run, l2.as_dict())
         run.store.save_segment(run.origin, run.run_id, new, reason, {**evidence, **extra})
         extra = {**extra, "verdict_since_run": since_run, "cluster_moves": moves, **signals}
-        late, waiting = self.late.get(segment, (0, 0))[0], run.by_segment[segment].lag_pending
+        late, waiting = self.late.get(segment, (0, 0))[0], standings.by_segment[segment].lag_pending
         if late or waiting:
             extra["late_reports"] = {"settled": late, "waiting": waiting}
         return name, reason, extra
@@ -134,7 +147,7 @@ class SegmentJudgement:
         pages' UTC offset, a TZ_SHIFT's shift, whether its pages' own dates and its
         validators proved honest, whether a PARTIAL segment's dated subset agreed. Returns
         the report's view of the page-date and validator checks."""
-        seg = self._run.by_segment[segment]
+        seg = self._standings.by_segment[segment]
         if evidence.get("utc_offset_s") is not None:
             l2.extra["utc_offset_s"] = evidence["utc_offset_s"]
         if name == "TZ_SHIFT":
@@ -184,9 +197,9 @@ class SegmentJudgement:
         ):
             lastmod = parse_lastmod(raw) if raw and moved else None
             start, end = utc(since), utc(at)
-            shift = self._run.shift(segment) or 0.0
+            shift = self._standings.shift(segment) or 0.0
             if lastmod is not None and lastmod.value is not None and start and end:
-                offset = self._run.utc_offset(segment)
+                offset = self._standings.utc_offset(segment)
                 if reports_within(lastmod, (start, end), shift, offset):
                     result[segment][0] += 1
                     result[segment][1] -= int(counted)
@@ -209,11 +222,11 @@ class SegmentJudgement:
         """``segment``'s L2 counts with this run added (every segment's, computed at once
         on the first call, so that a verdict can read its site's pooled counts)."""
         if self._l2_now is None:
-            self._run.flush()
+            self._flush()
             self._unchanged = self._run.store.unchanged_counts(self._run.origin, self._run.run_id)
             self.late = self.settle_misses()
             self._l2_now = {}
-            for name in list(self._run.by_segment):
+            for name in list(self._standings.by_segment):
                 self._l2_now[name] = self._with_this_run(name)
         found = self._l2_now.get(segment)
         if found is None:  # a segment first seen after the others were judged
@@ -223,10 +236,11 @@ class SegmentJudgement:
     def _with_this_run(self, segment: str) -> CrossRun:
         """The segment's stored L2 counts, decayed, plus this run's observations and the
         late reports and misses settled on it."""
-        standing = self._run.segments.get(segment)
+        standing = self._standings.segments.get(segment)
         l2 = CrossRun.from_dict(standing.counts if standing is not None else {})
         l2.add_run(
-            self._run.by_segment[segment].observations, (self._unchanged or {}).get(segment, 0)
+            self._standings.by_segment[segment].observations,
+            (self._unchanged or {}).get(segment, 0),
         )
         late, misses = self.late.get(segment, (0, 0))
         if late or misses:
@@ -244,7 +258,7 @@ class SegmentJudgement:
         pool = CrossRun()
         members = 0
         for name, l2 in self._l2_now.items():
-            if not self._pools_with(segment, name):
+            if not self._standings.pools_with(segment, name):
                 continue
             members += 1
             pool.tp += l2.tp
@@ -255,31 +269,3 @@ class SegmentJudgement:
             pool.n_unch += l2.n_unch
             pool.runs = max(pool.runs, l2.runs)
         return pool, members
-
-    def _pools_with(self, segment: str, name: str) -> bool:
-        """Whether ``name``'s counts are in ``segment``'s pool: itself, or a segment of its
-        site whose standing verdict is PROVISIONAL or TRUSTED."""
-        if name == segment:
-            return True
-        standing = self._run.segments.get(name)
-        return (
-            standing is not None
-            and standing.verdict in ("PROVISIONAL", "TRUSTED")
-            and self._run.site_of(name) == self._run.site_of(segment)
-        )
-
-    def standing_pool(self, segment: str) -> tuple[float, float, float] | None:
-        """The summed (TP, N_unch, audited URL-runs) of ``segment``'s site's PROVISIONAL and TRUSTED
-        segments as they stood after the previous run, when there are several (``_pool``)."""
-        members = [
-            standing.counts
-            for name, standing in self._run.segments.items()
-            if self._pools_with(segment, name)
-        ]
-        if len(members) < 2:
-            return None
-        return (
-            sum(float(c.get("tp", 0.0)) for c in members),
-            sum(float(c.get("n_unch", 0.0)) for c in members),
-            sum(audited_url_runs(c) for c in members),
-        )

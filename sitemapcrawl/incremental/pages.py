@@ -20,9 +20,10 @@ from sitemapcrawl.verify.schedule import audit_draw, delta_l, page_date_interval
 from sitemapcrawl.verify.scoring import MAX_LAG
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator, Mapping
 
-    from sitemapcrawl.incremental.crawlstate import CrawlState
+    from sitemapcrawl.incremental.decisions import RefetchDecisions
+    from sitemapcrawl.incremental.standing import RunFacts, SegmentStandings
     from sitemapcrawl.incremental.store import UrlState
 
 __all__ = ["RANDOM_REASONS", "PageObservations"]
@@ -53,10 +54,31 @@ class _Change:
 
 
 class PageObservations:
-    """The pages one run fetched, recorded against what the state knew of them."""
+    """The pages one run fetched, recorded against what the state knew of them.
 
-    def __init__(self, run: CrawlState) -> None:
+    ``decisions``: the change rates an untrusted segment's pages follow (the wave);
+    ``sitemap_as_of``: when each sitemap read on this run was built (a lagged sitemap);
+    ``conditional``: ``SITEMAPCRAWL_CONDITIONAL_PAGES``; ``flush`` writes the run's URL
+    rows so far (before one is read back); ``clock`` is the run's server clock so far."""
+
+    def __init__(
+        self,
+        run: RunFacts,
+        standings: SegmentStandings,
+        decisions: RefetchDecisions,
+        *,
+        sitemap_as_of: Mapping[str, dt.datetime],
+        conditional: bool,
+        flush: Callable[[], None],
+        clock: Callable[[], dt.datetime],
+    ) -> None:
         self._run = run
+        self._standings = standings
+        self._decisions = decisions
+        self._sitemap_as_of = sitemap_as_of
+        self._conditional = conditional
+        self._flush = flush
+        self._clock = clock
 
     def observe(
         self,
@@ -76,7 +98,7 @@ class PageObservations:
         before (``changed``, ``interval_s``, ``lastmod_moved``). ``not_modified``: it
         answered ``304`` to our conditional request: it is what we fetched last time."""
         run = self._run
-        run.flush()
+        self._flush()
         prev = run.store.url(run.origin, url)
         if not_modified and prev is not None:
             fingerprint, page_modified = prev.fingerprint, prev.page_modified
@@ -142,11 +164,11 @@ class PageObservations:
             return None
         seconds = max((fetched_at - before).total_seconds(), 0.0)
         changed = fingerprint != prev.fingerprint
-        seg = run.by_segment[segment]
-        if reason in WAVE_REASONS and run.decisions.untrusted(segment):
+        seg = self._standings.by_segment[segment]
+        if reason in WAVE_REASONS and self._decisions.untrusted(segment):
             seg.wave_pages += 1
             seg.wave_changed += changed
-            seg.wave_expected += run.decisions.change_probability(segment, prev, seconds)
+            seg.wave_expected += self._decisions.change_probability(segment, prev, seconds)
         from_dates, check = page_date_intervals(
             fetched_at=fetched_at,
             page_date=_page_moment(page_modified),
@@ -161,7 +183,7 @@ class PageObservations:
         if changed and moved_validator is not None and not not_modified:
             seg.validator_checks["hit" if moved_validator else "miss"] += 1
         lastmod = parse_lastmod(prev.lastmod_raw) if prev.lastmod_raw else None
-        shift, offset = run.shift(segment) or 0.0, run.utc_offset(segment)
+        shift, offset = self._standings.shift(segment) or 0.0, self._standings.utc_offset(segment)
         moved = bool(
             delta_l(
                 lastmod,
@@ -201,7 +223,7 @@ class PageObservations:
         ``wave`` summary."""
         run = self._run
         policy = run.policy
-        for segment, seg in sorted(run.by_segment.items()):
+        for segment, seg in sorted(self._standings.by_segment.items()):
             if not wave(seg.wave_expected, seg.wave_changed, policy.wave_alpha):
                 continue
             rest = [
@@ -221,8 +243,8 @@ class PageObservations:
         for the sitemap as read on this run: the whole window, or the page's own date (not
         a render time: see ``PageEvidence.best_modified``) inside it, is after the moment
         the sitemap was built (its ``Last-Modified``, else the time we read it)."""
-        as_of = self._run.sitemaps.as_of.get(sitemap)
-        if as_of is None or (self._run.server_now or self._run.started) - as_of > MAX_LAG:
+        as_of = self._sitemap_as_of.get(sitemap)
+        if as_of is None or self._clock() - as_of > MAX_LAG:
             return False  # a file built days ago is not lagging: it is stale
         if before > as_of:  # (the same second says nothing: HTTP dates are in seconds)
             return True
@@ -233,9 +255,9 @@ class PageObservations:
         """``If-None-Match`` / ``If-Modified-Since`` for refetching ``url``: only in a segment
         whose validators changed every time our fetches saw its content change (see
         :data:`VALIDATOR_MIN_HITS`), so a ``304`` can be believed."""
-        standing = self._run.segments.get(segment)
+        standing = self._standings.segments.get(segment)
         if (
-            not self._run.conditional_pages
+            not self._conditional
             or standing is None
             or not standing.counts.get("validators_verified")
         ):

@@ -41,6 +41,27 @@ class SegmentRun:
     wave_expected: float = 0.0
     wave_fetched: int = 0
 
+    def summary(self, audit_share: float | None) -> dict[str, Any]:
+        """The segment's part of ``CrawlState.incremental_summary``; ``audit_share``: the
+        share of its unchanged URLs audited (TRUSTED: by need), when it has its own."""
+        summary: dict[str, Any] = {
+            "urls": self.urls,
+            "refetch": self.refetch,
+            "lastmod_after_since": self.lastmod_after_since,
+            "undated": self.undated,
+            "by_reason": dict(sorted(self.decisions.items())),
+        }
+        if audit_share is not None:
+            summary["audit_share"] = round(audit_share, 4)
+        if self.wave_pages:  # pages fetched with what their rates predicted, and the wave
+            summary["wave"] = {
+                "pages": self.wave_pages,
+                "changed": self.wave_changed,
+                "expected": round(self.wave_expected, 3),
+                "refetched": self.wave_fetched,
+            }
+        return summary
+
 
 def utc(text: str | None) -> dt.datetime | None:
     if not text:
