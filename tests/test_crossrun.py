@@ -11,6 +11,7 @@ import pytest
 
 from sitemapcrawl.sitemaps.dates import parse_lastmod
 from sitemapcrawl.verify.crossrun import DECAY, CrossRun, Observation, combine, url_runs
+from sitemapcrawl.verify.intervals import wilson
 from sitemapcrawl.verify.schedule import (
     DAY,
     Decision,
@@ -24,7 +25,6 @@ from sitemapcrawl.verify.schedule import (
     page_date_intervals,
     page_dates_verified,
 )
-from sitemapcrawl.verify.scoring import wilson
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 CUT = NOW - timedelta(days=1)

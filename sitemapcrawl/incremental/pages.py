@@ -17,7 +17,7 @@ from sitemapcrawl.incremental.segmentrun import captured, utc
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.crossrun import Observation, url_runs
 from sitemapcrawl.verify.schedule import audit_draw, delta_l, page_date_intervals, wave
-from sitemapcrawl.verify.scoring import MAX_LAG
+from sitemapcrawl.verify.thresholds import MAX_LAG
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

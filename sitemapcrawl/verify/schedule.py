@@ -65,7 +65,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from sitemapcrawl.verify.crossrun import TRUSTING, Z_L2
-from sitemapcrawl.verify.scoring import TZ_SLACK, lastmod_interval, wilson
+from sitemapcrawl.verify.intervals import lastmod_interval, wilson
+from sitemapcrawl.verify.thresholds import TZ_SLACK
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
