@@ -26,7 +26,8 @@ from sitemapcrawl.incremental.segmentrun import SegmentRun, audits, unsampled_ru
 from sitemapcrawl.incremental.sitemapfiles import SitemapFiles
 from sitemapcrawl.incremental.store import StateError, StateLocked, StateStore
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
-from sitemapcrawl.verify.schedule import Decision, Policy, delta_l
+from sitemapcrawl.verify.refetch.moves import delta_l
+from sitemapcrawl.verify.refetch.policy import Decision, Policy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

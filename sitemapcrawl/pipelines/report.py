@@ -21,8 +21,8 @@ from sitemapcrawl.items import SitemapUrlItem, SiteReport
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.agreement import PAGE_STAMP
 from sitemapcrawl.verify.dispersion import SegmentL0Accumulator, l0_signals
+from sitemapcrawl.verify.refetch.moves import site_utc_offset
 from sitemapcrawl.verify.rules import static_verdict
-from sitemapcrawl.verify.schedule import site_utc_offset
 from sitemapcrawl.verify.stamps import SiteView, page_stamps, stamp_cluster
 
 if TYPE_CHECKING:
