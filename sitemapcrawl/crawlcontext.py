@@ -22,8 +22,8 @@ from weakref import WeakKeyDictionary
 
 from sitemapcrawl.sitemaps.dates import parse_feed_date
 from sitemapcrawl.sitemaps.scope import ScopePolicy
+from sitemapcrawl.verify.dispersion import SegmentL0, SegmentL0Accumulator
 from sitemapcrawl.verify.sampling import SegmentSampler
-from sitemapcrawl.verify.scoring import SegmentL0, SegmentL0Accumulator
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

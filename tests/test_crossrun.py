@@ -11,20 +11,15 @@ import pytest
 
 from sitemapcrawl.sitemaps.dates import parse_lastmod
 from sitemapcrawl.verify.crossrun import DECAY, CrossRun, Observation, combine, url_runs
-from sitemapcrawl.verify.schedule import (
-    DAY,
-    Decision,
-    Policy,
-    RunWindow,
-    SegmentStanding,
-    UrlHistory,
+from sitemapcrawl.verify.intervals import wilson
+from sitemapcrawl.verify.refetch.decide import RunWindow, SegmentStanding, UrlHistory, decide
+from sitemapcrawl.verify.refetch.policy import DAY, Decision, Policy
+from sitemapcrawl.verify.refetch.rates import (
     change_probability,
     change_rate,
-    decide,
     page_date_intervals,
     page_dates_verified,
 )
-from sitemapcrawl.verify.scoring import wilson
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 CUT = NOW - timedelta(days=1)

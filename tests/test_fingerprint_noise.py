@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from sitemapcrawl.verify.pagedates import content_fingerprint
+from sitemapcrawl.verify.fingerprint import content_fingerprint
 
 ARTICLE = (
     "<p>Static sites are built from plain text files and published as HTML. {edit} This "

@@ -13,13 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sitemapcrawl.verify.pagedates import (
-    MAX_HTML_BYTES,
-    DateEvidence,
-    PageEvidence,
-    content_fingerprint,
-    page_evidence,
-)
+from sitemapcrawl.verify.fingerprint import content_fingerprint
+from sitemapcrawl.verify.pagedates import MAX_HTML_BYTES, DateEvidence, PageEvidence, page_evidence
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = Path(__file__).parent / "data" / "pages"

@@ -12,6 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitemapcrawl.sitemaps.dates import FLAGS, PRECISIONS, LastMod, parse_lastmod
+from sitemapcrawl.verify.agreement import agreement, outcome_counts
+from sitemapcrawl.verify.dispersion import SegmentL0, SegmentL0Accumulator, burst_stamp, l0_signals
+from sitemapcrawl.verify.intervals import lastmod_interval, wilson
+from sitemapcrawl.verify.rules import static_verdict
 from sitemapcrawl.verify.sampling import (
     SegmentSampler,
     allocate,
@@ -19,21 +23,8 @@ from sitemapcrawl.verify.sampling import (
     stratified_proportion,
     url_hash,
 )
-from sitemapcrawl.verify.scoring import (
-    MAX_LAG,
-    SegmentL0,
-    SegmentL0Accumulator,
-    SiteView,
-    agreement,
-    burst_stamp,
-    l0_signals,
-    lastmod_interval,
-    outcome_counts,
-    page_stamps,
-    stamp_cluster,
-    static_verdict,
-    wilson,
-)
+from sitemapcrawl.verify.stamps import SiteView, page_stamps, stamp_cluster
+from sitemapcrawl.verify.thresholds import MAX_LAG
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

@@ -19,7 +19,7 @@ import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from sitemapcrawl.incremental.store import SCHEMA_VERSION, StateStore, path_of
-from sitemapcrawl.verify.schedule import audit_draw
+from sitemapcrawl.verify.refetch.audits import audit_draw
 from tests.mockserver import MockServer
 from tests.utils.crawl import crawl_with_report, our_stats
 

@@ -38,7 +38,7 @@ if __package__ in (None, ""):
 
 from bench.realweb import corpus, truth
 from bench.realweb import segments as segmentation
-from sitemapcrawl.verify.scoring import wilson
+from sitemapcrawl.verify.intervals import wilson
 
 
 @dataclass(frozen=True)

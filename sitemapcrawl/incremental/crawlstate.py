@@ -29,7 +29,8 @@ from sitemapcrawl.incremental.sitemapfiles import SitemapFiles
 from sitemapcrawl.incremental.standing import RunFacts, SegmentStandings
 from sitemapcrawl.incremental.store import StateError, StateLocked, StateStore
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
-from sitemapcrawl.verify.schedule import Decision, Policy, delta_l
+from sitemapcrawl.verify.refetch.moves import delta_l
+from sitemapcrawl.verify.refetch.policy import Decision, Policy
 
 if TYPE_CHECKING:
     from collections import defaultdict

@@ -6,19 +6,16 @@ from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.incremental.segmentrun import audited_url_runs, audits, captured, utc
 from sitemapcrawl.verify.crossrun import DECAY
-from sitemapcrawl.verify.schedule import (
-    Decision,
+from sitemapcrawl.verify.refetch.audits import audit_draw, trusted_audit_share
+from sitemapcrawl.verify.refetch.decide import (
     RunWindow,
     SegmentStanding,
     UrlHistory,
-    audit_draw,
-    change_probability,
-    change_rate,
     decide,
-    rate_history,
-    trusted_audit_share,
     uses_lastmod,
 )
+from sitemapcrawl.verify.refetch.policy import Decision
+from sitemapcrawl.verify.refetch.rates import change_probability, change_rate, rate_history
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -31,7 +28,7 @@ __all__ = ["RefetchDecisions"]
 
 
 class RefetchDecisions:
-    """The refetch decision of each URL of an incremental run (``sitemapcrawl.verify.schedule``),
+    """The refetch decision of each URL of an incremental run (``sitemapcrawl.verify.refetch``),
     with its segment's standing verdict, change-rate prior and audit share.
 
     ``since_last``: the run's cut is the previous run's; ``pages``: the crawl fetches the

@@ -17,7 +17,8 @@ from sitemapcrawl.incremental.segmentrun import utc
 from sitemapcrawl.incremental.store import SegmentState
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.crossrun import DECAY, CrossRun, combine, generation_refuted
-from sitemapcrawl.verify.schedule import page_dates_verified, reports_within
+from sitemapcrawl.verify.refetch.moves import reports_within
+from sitemapcrawl.verify.refetch.rates import page_dates_verified
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 from sitemapcrawl.incremental.segmentrun import captured, utc
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.crossrun import Observation, url_runs
-from sitemapcrawl.verify.schedule import audit_draw, delta_l, page_date_intervals, wave
-from sitemapcrawl.verify.scoring import MAX_LAG
+from sitemapcrawl.verify.refetch.audits import audit_draw
+from sitemapcrawl.verify.refetch.moves import delta_l
+from sitemapcrawl.verify.refetch.rates import page_date_intervals, wave
+from sitemapcrawl.verify.thresholds import MAX_LAG
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
@@ -38,7 +40,7 @@ __all__ = ["RANDOM_REASONS", "PageObservations"]
 #: picks the pages that change most, and would overstate the misses; nor is ``wave``.
 RANDOM_REASONS = frozenset({"sample", "panel", "audit", "no_history", "probe", "max_age"})
 #: Page fetches whose change the rates predict, in an untrusted segment: what the wave test
-#: reads (``verify.schedule.wave``). Not a moving lastmod's (it points at the changes), nor
+#: reads (``verify.refetch.rates.wave``). Not a moving lastmod's (it points at the changes), nor
 #: a new page's, nor the wave's own.
 WAVE_REASONS = frozenset({"sample", "panel", "no_history", "probe", "poisson", "max_age"})
 
@@ -218,7 +220,7 @@ class PageObservations:
     def waves(self, fetched: set[str]) -> Iterator[tuple[str, str, str]]:
         """The pages of this run's waves (``pages=refetch``): in each untrusted segment
         whose fetched pages changed far more than their rates predicted
-        (``verify.schedule.wave``), its URLs of this run not fetched yet, at most
+        (``verify.refetch.rates.wave``), its URLs of this run not fetched yet, at most
         ``Policy.wave_max`` (those first in the seeded draw). Counted in the segment's
         ``wave`` summary."""
         run = self._run

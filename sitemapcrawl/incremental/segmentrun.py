@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.sitemaps.dates import parse_feed_date, parse_lastmod
 from sitemapcrawl.verify.crossrun import CrossRun, Observation
-from sitemapcrawl.verify.schedule import reports_within
+from sitemapcrawl.verify.refetch.moves import reports_within
 
 if TYPE_CHECKING:
     from sitemapcrawl.incremental.store import UrlState
@@ -34,7 +34,7 @@ class SegmentRun:
     #: changed too (hit) or not (miss: a conditional GET would have hidden the change).
     validator_checks: Counter[str] = field(default_factory=Counter)
     #: Pages fetched on this run, fetched before, whose change the rates predict (an
-    #: untrusted segment: ``verify.schedule.wave``): how many, how many changed, and the
+    #: untrusted segment: ``verify.refetch.rates.wave``): how many, how many changed, and the
     #: sum of their change probabilities; pages the wave fetched.
     wave_pages: int = 0
     wave_changed: int = 0

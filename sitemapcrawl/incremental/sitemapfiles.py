@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sitemapcrawl.sitemaps.dates import parse_feed_date
-from sitemapcrawl.verify.schedule import audit_draw
+from sitemapcrawl.verify.refetch.audits import audit_draw
 
 if TYPE_CHECKING:
     import sqlite3

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sitemapcrawl.incremental.fetches import FetchStore
 from sitemapcrawl.incremental.segmentrun import SegmentRun, audited_url_runs
 from sitemapcrawl.incremental.store import StateStore
-from sitemapcrawl.verify.schedule import Policy
+from sitemapcrawl.verify.refetch.policy import Policy
 
 if TYPE_CHECKING:
     from collections.abc import Callable

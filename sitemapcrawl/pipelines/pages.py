@@ -19,8 +19,8 @@ from sitemapcrawl import meta
 from sitemapcrawl.linkfollow import over_size_cap, redirect_target
 from sitemapcrawl.sitemaps.dates import parse_feed_date
 from sitemapcrawl.sitemaps.scope import same_host
+from sitemapcrawl.verify.agreement import REDIRECT_OFFSITE, agreement
 from sitemapcrawl.verify.pagedates import page_evidence
-from sitemapcrawl.verify.scoring import REDIRECT_OFFSITE, agreement
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator

@@ -19,16 +19,11 @@ from weakref import WeakKeyDictionary
 from sitemapcrawl.crawlcontext import crawl_context
 from sitemapcrawl.items import SitemapUrlItem, SiteReport
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
-from sitemapcrawl.verify.schedule import site_utc_offset
-from sitemapcrawl.verify.scoring import (
-    PAGE_STAMP,
-    SegmentL0Accumulator,
-    SiteView,
-    l0_signals,
-    page_stamps,
-    stamp_cluster,
-    static_verdict,
-)
+from sitemapcrawl.verify.agreement import PAGE_STAMP
+from sitemapcrawl.verify.dispersion import SegmentL0Accumulator, l0_signals
+from sitemapcrawl.verify.refetch.moves import site_utc_offset
+from sitemapcrawl.verify.rules import static_verdict
+from sitemapcrawl.verify.stamps import SiteView, page_stamps, stamp_cluster
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -36,7 +31,8 @@ if TYPE_CHECKING:
 
     from sitemapcrawl.crawlcontext import CrawlContext, SegmentRecord
     from sitemapcrawl.sitemaps.dates import LastMod
-    from sitemapcrawl.verify.scoring import SegmentL0, Verdict
+    from sitemapcrawl.verify.dispersion import SegmentL0
+    from sitemapcrawl.verify.verdict import Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +60,7 @@ def judge(
     """A segment's single-run verdict from its L0 metrics, its site's, and its sampled pages.
 
     The pages' dates that are template or build stamps are no evidence (``PAGE_STAMP``,
-    ``verify.scoring.page_stamps``): a date shared by most of the segment's or the site's
+    ``verify.stamps.page_stamps``): a date shared by most of the segment's or the site's
     sampled pages, or one that echoes the lastmods' own stamp. ``sampling``: whether this
     crawl samples pages (None: not known here), for the reason of a segment none of whose
     pages was sampled."""

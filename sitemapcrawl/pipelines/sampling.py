@@ -29,7 +29,7 @@ from sitemapcrawl.pipelines.pages import PageFetcher
 from sitemapcrawl.pipelines.report import judge, site_reports
 from sitemapcrawl.sitemaps.dates import parse_lastmod
 from sitemapcrawl.verify.sampling import SegmentSampler, allocate
-from sitemapcrawl.verify.scoring import ESCALATED_SAMPLE
+from sitemapcrawl.verify.thresholds import ESCALATED_SAMPLE
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

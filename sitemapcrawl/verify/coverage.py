@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from sitemapcrawl.verify.scoring import wilson
+from sitemapcrawl.verify.intervals import wilson
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

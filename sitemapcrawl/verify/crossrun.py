@@ -56,7 +56,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sitemapcrawl.verify.scoring import wilson
+from sitemapcrawl.verify.intervals import wilson
 
 __all__ = [
     "RED",
