@@ -320,6 +320,8 @@ async def test_each_syntax_gives_the_page_date_with_its_source_and_precision(
         "main-entity": f'<script type="application/ld+json">{json.dumps(main_entity)}</script>',
         "opengraph": f'<meta property="og:updated_time" content="{stamp}">',
         "meta": f'<meta name="dcterms.modified" content="{day}">',
+        # a head heavier than the 2 MiB parse cap, its JSON-LD after it: read all the same
+        "heavy-head": "<style>" + "a{}" * 750_000 + "</style>" + jsonld(dateModified=stamp),
     }
     bodies = {
         "microdata": (
@@ -360,6 +362,7 @@ async def test_each_syntax_gives_the_page_date_with_its_source_and_precision(
         "microdata.html": ("AGREE", {"source": "microdata", "field": "dateModified", **second}),
         "rdfa.html": ("AGREE", {"source": "rdfa", "field": "dateModified", **second}),
         "opengraph.html": ("AGREE", {"source": "opengraph", "field": "og:updated_time", **second}),
+        "heavy-head.html": ("AGREE", {"source": "json-ld", "field": "dateModified", **second}),
         "meta.html": (
             "AGREE",
             {"source": "meta", "field": "dcterms.modified", "raw": day, "precision": "day"},

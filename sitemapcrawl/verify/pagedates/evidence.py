@@ -36,6 +36,7 @@ from sitemapcrawl.verify.pagedates.structured import (
     _run_extruct,
     _structured_candidates,
     _walk,
+    jsonld_past,
 )
 from sitemapcrawl.verify.pagehtml import MAX_HTML_BYTES, _decode, _looks_like_html, _parse
 
@@ -107,13 +108,16 @@ def page_evidence(
         problems.add("not_html")
         fingerprint = hashlib.blake2b(body, digest_size=16).hexdigest()
     else:
+        past: list[Any] = []
         if len(body) > MAX_HTML_BYTES:
             problems.add("truncated")
+            # The tree stops at the cap; the JSON-LD blocks of the rest were downloaded too.
+            past = jsonld_past(_decode(body, content_type, encoding), MAX_HTML_BYTES)
             body = body[:MAX_HTML_BYTES]
         data = _decode(body, content_type, encoding).encode("utf-8", "replace")
         root = _parse(data)
         if root is not None:
-            _extract_dates(root, data, url, found)
+            _extract_dates(root, data, url, found, past)
             fingerprint, text_length = fingerprint_tree(root)
 
     return _resolve(
@@ -133,7 +137,10 @@ def _utc(value: dt.datetime) -> dt.datetime:
     return value.astimezone(dt.UTC)
 
 
-def _extract_dates(root: Any, data: bytes, url: str, found: _Found) -> None:
+def _extract_dates(
+    root: Any, data: bytes, url: str, found: _Found, past: list[Any] | None = None
+) -> None:
+    """The dates of the page's tree; ``past``: JSON-LD read beyond the tree's cap."""
     now, mod, pub, problems = found.now, found.mod, found.pub, found.problems
     base = url
     for href in root.xpath("//base/@href")[:1]:
@@ -152,7 +159,7 @@ def _extract_dates(root: Any, data: bytes, url: str, found: _Found) -> None:
     jsonld = _run_extruct(root, base, "json-ld", problems)
     if jsonld is None:
         jsonld = list(_jsonld_fallback(root))
-    _walk(jsonld, "json-ld", base, urls, nodes)
+    _walk(jsonld + (past or []), "json-ld", base, urls, nodes)
     microdata = _run_extruct(root, base, "microdata", problems)
     _walk(microdata or [], "microdata", base, urls, nodes)
     if root.xpath("boolean(//*[@vocab or @typeof or (@property and not(self::meta))])"):

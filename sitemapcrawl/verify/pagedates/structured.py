@@ -138,6 +138,35 @@ def _jsonld_fallback(root: Any) -> Iterator[Any]:
             yield data
 
 
+#: A JSON-LD ``<script>`` block in raw HTML text (the tree builder never saw it).
+_JSONLD_BLOCK_RE = re.compile(
+    r"<script\b[^>]*?\btype\s*=\s*[\"']?\s*application/ld\+json\b[^>]*>(.*?)</script\s*>",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def jsonld_past(text: str, cut: int) -> list[Any]:
+    """The JSON-LD blocks of a page's whole ``text`` that the tree, built from its first
+    ``cut`` characters, did not hold whole: a page whose head is heavier than the parse cap
+    (inlined styles, a framework's state) keeps its ``dateModified``.
+
+    >>> page = "<p>" + "x" * 50 + '<script type="application/ld+json">{"dateModified":'
+    >>> page += ' "2024-05-06"}</script>'
+    >>> jsonld_past(page, 60), jsonld_past(page, len(page))
+    ([{'dateModified': '2024-05-06'}], [])
+    """
+    found: list[Any] = []
+    for match in _JSONLD_BLOCK_RE.finditer(text, max(0, cut - _MAX_FALLBACK_BLOCK)):
+        if match.end() <= cut:
+            continue  # in the tree: read with the rest
+        data = _loads_tolerant(match.group(1)[:_MAX_FALLBACK_BLOCK])
+        if isinstance(data, list):
+            found.extend(data)
+        elif isinstance(data, dict):
+            found.append(data)
+    return found
+
+
 def _loads_tolerant(text: str) -> Any:
     try:
         return json.loads(text, strict=False)
