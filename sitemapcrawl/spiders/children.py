@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from sitemapcrawl.sitemaps import SitemapRef
     from sitemapcrawl.spiders.arguments import CrawlArguments
     from sitemapcrawl.spiders.discoverylog import DiscoveryLog
-    from sitemapcrawl.spiders.frontier import SitemapTask
     from sitemapcrawl.spiders.replay import SitemapReplay
+    from sitemapcrawl.spiders.task import SitemapTask
 
 __all__ = ["IndexChildren"]
 

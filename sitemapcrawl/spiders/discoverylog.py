@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.crawlcontext import CrawlContext
     from sitemapcrawl.sitemaps import SitemapReader
     from sitemapcrawl.spiders.arguments import CrawlArguments
-    from sitemapcrawl.spiders.frontier import SitemapTask
+    from sitemapcrawl.spiders.task import SitemapTask
 
 # Faults are the spider's: logged under its name, which users filter the log by.
 logger = logging.getLogger("sitemapcrawl.spiders.sitemap")

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
     from sitemapcrawl.incremental.crawlstate import CrawlState
     from sitemapcrawl.spiders.discoverylog import DiscoveryLog
-    from sitemapcrawl.spiders.frontier import SitemapFrontier, SitemapTask
+    from sitemapcrawl.spiders.frontier import SitemapFrontier
+    from sitemapcrawl.spiders.task import SitemapTask
 
 __all__ = ["SitemapReplay", "clock_headers"]
 

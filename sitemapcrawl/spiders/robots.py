@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
 from sitemapcrawl.sitemaps.robots import parse_robots
-from sitemapcrawl.spiders.frontier import SitemapTask
+from sitemapcrawl.spiders.task import SitemapTask
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

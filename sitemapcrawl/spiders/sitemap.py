@@ -30,9 +30,10 @@ from sitemapcrawl.incremental.crawlstate import CrawlState, StateError, StateLoc
 from sitemapcrawl.pipelines.report import site_reports
 from sitemapcrawl.spiders.arguments import ARGUMENT_NAMES, parse_arguments
 from sitemapcrawl.spiders.discoverylog import DiscoveryLog
-from sitemapcrawl.spiders.frontier import SitemapFrontier, SitemapTask
+from sitemapcrawl.spiders.frontier import SitemapFrontier
 from sitemapcrawl.spiders.reading import SitemapReading
 from sitemapcrawl.spiders.robots import RobotsDiscovery
+from sitemapcrawl.spiders.task import SitemapTask
 
 if TYPE_CHECKING:
     import re
