@@ -8,24 +8,26 @@ sitemap responses' own clock), the state file, the link followers and the site r
 Components read the spider's side from here, never from the spider's attributes.
 
 A crawl over several sites (``sitemap_urls`` on more than one host) also keeps each site's
-share of the ``sitemapcrawl/`` stats here, so that each site gets its own report.
+share of the ``sitemapcrawl/`` stats here (``SiteStats``), so that each site gets its own
+report.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from weakref import WeakKeyDictionary
 
+from sitemapcrawl.crawlparts import SiteStats
 from sitemapcrawl.sitemaps.dates import parse_feed_date
 from sitemapcrawl.sitemaps.scope import ScopePolicy
 from sitemapcrawl.verify.sampling import SegmentSampler
 from sitemapcrawl.verify.scoring import SegmentL0, SegmentL0Accumulator
 
 if TYPE_CHECKING:
+    from collections import Counter
     from collections.abc import Callable, Iterable
 
     from scrapy.crawler import Crawler
@@ -157,14 +159,22 @@ class CrawlContext:
         #: The spider callback that emits the site reports as the feed's last items.
         self.report_callback: Callable[[Response], Iterable[Any]] | None = None
         self._policies: dict[str, ScopePolicy] = {}
-        #: A crawl over several sites: their roots (``https://a.example/``), each reported
-        #: apart. Empty for a crawl of one site (the common case: nothing is kept per site).
-        self.sites: list[str] = []
-        #: Per site root, its share of the crawl's ``sitemapcrawl/`` stats (same keys).
-        self.site_stats: dict[str, Counter[str]] = {}
+        #: Each site's share of the stats, in a crawl over several sites.
+        self.site_shares = SiteStats()
         #: Segments whose name does not start with their site (a child sitemap on another
         #: host names its segment by its URL): segment name -> site root.
         self.segment_sites: dict[str, str] = {}
+
+    @property
+    def sites(self) -> list[str]:
+        """A crawl over several sites: their roots (``https://a.example/``), each reported
+        apart. Empty for a crawl of one site (the common case: nothing is kept per site)."""
+        return self.site_shares.sites
+
+    @property
+    def site_stats(self) -> dict[str, Counter[str]]:
+        """Per site root, its share of the crawl's ``sitemapcrawl/`` stats (same keys)."""
+        return self.site_shares.by_site
 
     @property
     def discovery_pending(self) -> bool:
@@ -191,19 +201,15 @@ class CrawlContext:
 
     def set_sites(self, sites: list[str]) -> None:
         """The crawl spans these sites (two or more): keep each one's stats apart."""
-        self.sites = sorted(set(sites))
-        self.site_stats = {site: Counter() for site in self.sites}
+        self.site_shares.set_sites(sites)
 
     def count(self, site: str, key: str, value: int = 1) -> None:
         """Add to ``site``'s share of the stat ``key`` (a crawl over several sites only)."""
-        counts = self.site_stats.get(site)
-        if counts is not None:
-            counts[key] += value
+        self.site_shares.count(site, key, value)
 
     def inc(self, stats: StatsCollector, site: str, key: str, value: int = 1) -> None:
         """Add to the crawl's stat ``key``, and to ``site``'s share of it."""
-        stats.inc_value(key, value)
-        self.count(site, key, value)
+        self.site_shares.inc(stats, site, key, value)
 
     def site_of(self, segment: str) -> str:
         """The site root a segment belongs to ("" in a crawl of one site)."""

@@ -122,7 +122,7 @@ class SitemapCrawlSpider(SitemapSpider):
                 {"mode": args.links},
             )
         self.discovery = context.discovery = DiscoveryLog(
-            context, self.stats, args.first_site, args.multi_site
+            context.site_shares, self.stats, args.first_site, args.multi_site
         )
         self.frontier = context.frontier = SitemapFrontier(
             crawler, self, args, self.discovery, context.scope_policy, self._build_sitemap_request
