@@ -4,8 +4,9 @@ One ``CrawlContext`` per crawler (``crawl_context(crawler)``) holds what the spi
 (its validated arguments, its discovery log, the frontier's state, the scope policies),
 a ``SegmentRecord`` per segment (the streaming L0 accumulator fed by
 ``SitemapLastmodMiddleware``, the sampler and sampled pages of ``PageSamplingPipeline``, the
-sitemap responses' own clock), the state file, the link followers and the site reports.
-Components read the spider's side from here, never from the spider's attributes.
+sitemap responses' own clock), the state file and the link followers. Components read
+the spider's side from here, never from the spider's attributes. The site reports keep
+their own registry (``SiteReports.for_crawler``).
 
 A crawl over several sites (``sitemap_urls`` on more than one host) also keeps each site's
 share of the ``sitemapcrawl/`` stats here (``SiteStats``), so that each site gets its own
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
     from sitemapcrawl.incremental.crawlstate import CrawlState
     from sitemapcrawl.linkfollow import LinkFollowers
-    from sitemapcrawl.pipelines.report import SiteReports
     from sitemapcrawl.spiders.arguments import CrawlArguments
     from sitemapcrawl.spiders.discoverylog import DiscoveryLog
     from sitemapcrawl.spiders.frontier import SitemapFrontier
@@ -153,9 +153,10 @@ class CrawlContext:
         self.state: CrawlState | None = None
         #: The link followers, per site (set by the sampling pipeline).
         self.links: LinkFollowers | None = None
-        #: The site reports, built once discovery, sampling and links are over (created
-        #: by the sampling pipeline: without it, a crawl stopped early gets none).
-        self.reports: SiteReports | None = None
+        #: The site reports exist (``SiteReports.for_crawler``), to be built once discovery,
+        #: sampling and links are over (created by the sampling pipeline: without it, a
+        #: crawl stopped early gets none).
+        self.reporting = False
         #: The spider callback that emits the site reports as the feed's last items.
         self.report_callback: Callable[[Response], Iterable[Any]] | None = None
         self._policies: dict[str, ScopePolicy] = {}

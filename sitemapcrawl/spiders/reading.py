@@ -408,7 +408,7 @@ class SitemapReading:
         self._stats.set_value("sitemapcrawl/limits/max_urls_count", 1)
         self._log.log_once("max_urls", "", f"max_urls={self._args.max_urls} reached; closing")
         self._frontier.stop()
-        if self._context.reports is not None and not self._report_sent:
+        if self._context.reporting and not self._report_sent:
             self._report_sent = True
             for root in self._context.sites or [""]:  # one per site, built by the pipeline
                 yield PendingReport(root)
