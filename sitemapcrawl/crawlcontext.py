@@ -1,11 +1,12 @@
 """The crawl context: what one crawl's spider, middlewares, pipelines and report share.
 
 One ``CrawlContext`` per crawler (``crawl_context(crawler)``) holds what the spider knows
-(its validated arguments, its discovery log, the frontier's state, the scope policies),
-a ``SegmentRecord`` per segment (the streaming L0 accumulator fed by
+(its validated arguments, what its discovery log found, the frontier's gate, the scope
+policies), a ``SegmentRecord`` per segment (the streaming L0 accumulator fed by
 ``SitemapLastmodMiddleware``, the sampler and sampled pages of ``PageSamplingPipeline``, the
-sitemap responses' own clock), the state file and the link followers. Components read
-the spider's side from here, never from the spider's attributes. The site reports keep
+sitemap responses' own clock), the state file and the link followers. Components read the
+spider's side from here, never from the spider's attributes. Of the spider's parts it
+holds only what the components read (``sitemapcrawl.crawlparts``); the site reports keep
 their own registry (``SiteReports.for_crawler``).
 
 A crawl over several sites (``sitemap_urls`` on more than one host) also keeps each site's
@@ -36,11 +37,10 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
+    from sitemapcrawl.crawlparts import DiscoveryFindings, SitemapGate
     from sitemapcrawl.incremental.crawlstate import CrawlState
     from sitemapcrawl.linkfollow import LinkFollowers
     from sitemapcrawl.spiders.arguments import CrawlArguments
-    from sitemapcrawl.spiders.discoverylog import DiscoveryLog
-    from sitemapcrawl.spiders.frontier import SitemapFrontier
 
 
 __all__ = ["CrawlContext", "PendingReport", "SegmentRecord", "crawl_context"]
@@ -145,10 +145,10 @@ class CrawlContext:
         self.arguments: CrawlArguments | None = None
         #: Why the spider refused its arguments (the crawl then stops at once).
         self.argument_error: str | None = None
-        #: The spider's faults, top-level files and URLs listed twice.
-        self.discovery: DiscoveryLog | None = None
-        #: The spider's sitemap frontier (sitemaps it still holds back).
-        self.frontier: SitemapFrontier | None = None
+        #: The spider's faults, top-level files and URLs listed twice (its discovery log).
+        self.discovery: DiscoveryFindings | None = None
+        #: The spider's sitemap gate (sitemaps it still holds back, redirects it refuses).
+        self.frontier: SitemapGate | None = None
         #: The state file, when the spider opened one (``sitemapcrawl.incremental``).
         self.state: CrawlState | None = None
         #: The link followers, per site (set by the sampling pipeline).

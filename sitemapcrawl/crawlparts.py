@@ -2,7 +2,10 @@
 
 The crawl context (``sitemapcrawl.crawlcontext``) is shared by components on every floor:
 it keeps each site's share of the stats (:class:`SiteStats`, which the spider's discovery
-log also takes).
+log also takes), and of the spider's parts only what the components below read:
+the sitemap gate's :class:`SitemapGate` face (the frontier) and the discovery log's
+:class:`DiscoveryFindings` (read by the site report). The spider's parts satisfy these
+protocols without importing this module's callers.
 
 >>> shares = SiteStats()
 >>> shares.set_sites(["https://b.example/", "https://a.example/", "https://b.example/"])
@@ -17,12 +20,17 @@ log also takes).
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from scrapy.statscollectors import StatsCollector
 
-__all__ = ["SiteStats"]
+    from sitemapcrawl.spiders.arguments import CrawlArguments
+    from sitemapcrawl.spiders.task import SitemapTask
+
+__all__ = ["DiscoveryFindings", "SiteStats", "SitemapGate"]
 
 
 class SiteStats:
@@ -53,3 +61,43 @@ class SiteStats:
         """Add to the crawl's stat ``key``, and to ``site``'s share of it."""
         stats.inc_value(key, value)
         self.count(site, key, value)
+
+
+class SitemapGate(Protocol):
+    """What the components read of the spider's sitemap frontier
+    (``sitemapcrawl.spiders.frontier.SitemapFrontier``)."""
+
+    @property
+    def pending(self) -> bool:
+        """Sitemaps are still held back: discovery is not over even if Scrapy is idle."""
+        ...
+
+    def redirect_refusal(
+        self, task: SitemapTask, target: str, hops: Sequence[str] = ()
+    ) -> str | None:
+        """Why a redirect of ``task`` to ``target`` is not followed; None: it is taken."""
+        ...
+
+
+class DiscoveryFindings(Protocol):
+    """What the site report reads of the spider's discovery log
+    (``sitemapcrawl.spiders.discoverylog.DiscoveryLog``)."""
+
+    @property
+    def faults(self) -> list[dict[str, str]]:
+        """Each distinct fault logged (code, URL, message; and site in a crawl over several)."""
+        ...
+
+    @property
+    def top_level_files(self) -> dict[str, dict[str, Any]]:
+        """Top-level sitemap files (URL -> how found, status, kind, counts)."""
+        ...
+
+    @property
+    def listed_twice(self) -> list[dict[str, str]]:
+        """Examples of URLs listed by several sitemaps."""
+        ...
+
+    def explain(self, site: str, values: Mapping[str, Any], args: CrawlArguments) -> None:
+        """Say once why a crawl found little or nothing."""
+        ...
