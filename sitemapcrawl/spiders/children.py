@@ -13,9 +13,8 @@ from w3lib.url import canonicalize_url
 if TYPE_CHECKING:
     import datetime as dt
     import re
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
-    from scrapy import Request
     from scrapy.http import Headers
     from scrapy.settings import BaseSettings
 
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.spiders.arguments import CrawlArguments
     from sitemapcrawl.spiders.discoverylog import DiscoveryLog
     from sitemapcrawl.spiders.replay import SitemapReplay
+    from sitemapcrawl.spiders.requester import SitemapRequester
     from sitemapcrawl.spiders.task import SitemapTask
 
 __all__ = ["IndexChildren"]
@@ -45,9 +45,9 @@ def _child_time(child: SitemapRef) -> dt.datetime:
 
 
 class IndexChildren:
-    """The children of the indexes a crawl reads, as requests (``sitemap_request``: the
-    spider's request for a child at a priority, None when the frontier refuses it or holds
-    it back; ``follow``: ``sitemap_follow``). Settings: ``SITEMAPCRAWL_INDEX_TRUST_MIN``,
+    """The children of the indexes a crawl reads, as requests (``requester``: the spider's
+    sitemap requests, which refuse a child or hold it back; ``follow``:
+    ``sitemap_follow``). Settings: ``SITEMAPCRAWL_INDEX_TRUST_MIN``,
     ``SITEMAPCRAWL_INDEX_AUDIT_SHARE``. ``state`` and ``replay`` are set when the crawl
     has a state file."""
 
@@ -58,13 +58,13 @@ class IndexChildren:
         args: CrawlArguments,
         log: DiscoveryLog,
         settings: BaseSettings,
-        sitemap_request: Callable[[SitemapTask, int], Request | None],
+        requester: SitemapRequester,
         follow: list[re.Pattern[str]],
     ) -> None:
         self._context = context
         self._args = args
         self._log = log
-        self._sitemap_request = sitemap_request
+        self._requester = requester
         self._follow = follow
         self._trust_min = settings.getint("SITEMAPCRAWL_INDEX_TRUST_MIN")
         self._audit_share = settings.getfloat("SITEMAPCRAWL_INDEX_AUDIT_SHARE")
@@ -105,7 +105,7 @@ class IndexChildren:
                 # fetched (conditionally) all the same: a child that changed while its
                 # index lastmod stood still ends the index's trust
                 self._log.inc(task.site, "state/audited_children_count")
-            if request := self._sitemap_request(child_task, -rank - task.depth * 1000):
+            if request := self._requester.sitemap(child_task, -rank - task.depth * 1000):
                 yield request
 
     def _task(self, task: SitemapTask, child: SitemapRef, chain: tuple[str, ...]) -> SitemapTask:

@@ -2,7 +2,8 @@
 
 The hot path of a crawl: one ``SitemapUrlItem`` per URL a sitemap lists, in the order it
 lists them, with scope and de-duplication decided on the way, then its children, newest
-first by the index's ``<lastmod>``.
+first by the index's ``<lastmod>`` (``spiders/children.py``, requested through the
+spider's ``SitemapRequester``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.incremental.crawlstate import CrawlState
     from sitemapcrawl.spiders.arguments import CrawlArguments
     from sitemapcrawl.spiders.discoverylog import DiscoveryLog
-    from sitemapcrawl.spiders.frontier import SitemapFrontier
+    from sitemapcrawl.spiders.requester import SitemapRequester
     from sitemapcrawl.spiders.task import SitemapTask
 
 __all__ = [
@@ -75,8 +76,8 @@ def file_limits(settings: BaseSettings) -> Limits:
 class SitemapReading:
     """Read sitemap responses for the spider: faults, the body, the entries, the children.
 
-    ``sitemap_request``: the spider's request for a child sitemap at a priority (None when
-    the frontier refuses it or holds it back). ``page_callbacks``, ``follow``,
+    ``requester``: the spider's sitemap requests (``requester.frontier``, its gate, also
+    judges redirects and stops at ``max_urls``). ``page_callbacks``, ``follow``,
     ``alternate_links``, ``entry_filter``: the stock ``SitemapSpider`` contract (rules,
     ``sitemap_follow``, ``sitemap_alternate_links``, an overridden ``sitemap_filter``).
     Settings: those of :func:`file_limits`, ``SITEMAPCRAWL_MAX_DOWNLOAD_SIZE``,
@@ -93,8 +94,7 @@ class SitemapReading:
         settings: BaseSettings,
         args: CrawlArguments,
         log: DiscoveryLog,
-        frontier: SitemapFrontier,
-        sitemap_request: Callable[[SitemapTask, int], Request | None],
+        requester: SitemapRequester,
         page_callbacks: PageCallbacks,
         follow: list[re.Pattern[str]],
         alternate_links: bool,
@@ -104,7 +104,9 @@ class SitemapReading:
         self._stats = stats
         self._args = args
         self._log = log
-        self._frontier = frontier
+        #: the spider's robots.txt and sitemap requests, handed to the index's children
+        self.requester = requester
+        self._frontier = requester.frontier
         self._page_callbacks = page_callbacks
         self._alternate_links = alternate_links
         self._entry_filter = entry_filter
@@ -118,7 +120,7 @@ class SitemapReading:
             args=args,
             log=log,
             settings=settings,
-            sitemap_request=sitemap_request,
+            requester=requester,
             follow=follow,
         )
         self._group_min = settings.getint("SITEMAPCRAWL_SEGMENT_MIN_URLS")
