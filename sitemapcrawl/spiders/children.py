@@ -1,11 +1,12 @@
 """An index's children as sitemap requests: newest first by the index's ``<lastmod>``,
 within ``max_depth`` and ``sitemap_follow``; an unchanged child of a trusted index is read
-from the state file instead (``SitemapReplay``), but for a random audit share."""
+from the state file instead (``SitemapReplay``: its stored body, handed back to be read),
+but for a random audit share."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from w3lib.url import canonicalize_url
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     import re
     from collections.abc import Iterator
 
+    from scrapy import Request
     from scrapy.http import Headers
     from scrapy.settings import BaseSettings
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.sitemaps import SitemapRef
     from sitemapcrawl.spiders.arguments import CrawlArguments
     from sitemapcrawl.spiders.discoverylog import DiscoveryLog
-    from sitemapcrawl.spiders.replay import SitemapReplay
+    from sitemapcrawl.spiders.replay import ReplayedSitemap, SitemapReplay
     from sitemapcrawl.spiders.requester import SitemapRequester
     from sitemapcrawl.spiders.task import SitemapTask
 
@@ -77,9 +79,10 @@ class IndexChildren:
         task: SitemapTask,
         sitemap_url: str,
         clock: Headers | None = None,
-    ) -> Iterator[Any]:
+    ) -> Iterator[Request | ReplayedSitemap]:
         """An index's children, newest first by its ``<lastmod>`` (undated ones last, in
-        document order); an unchanged child of a trusted index is read from the state file."""
+        document order); an unchanged child of a trusted index comes as its body stored in
+        the state file, for the caller to read in its place."""
         max_depth = self._args.max_depth
         if task.depth + 1 > max_depth > 0:
             self._log.inc(task.site, "limits/max_depth_count", len(children))
@@ -100,7 +103,8 @@ class IndexChildren:
             if trusted and replay is not None and replay.unchanged_child(child_task):
                 assert state is not None
                 if state.sitemaps.audit_draw(child_task.url) >= self._audit_share:
-                    yield from replay.skip_child(child_task, clock)
+                    if (replayed := replay.skip_child(child_task, clock)) is not None:
+                        yield replayed
                     continue
                 # fetched (conditionally) all the same: a child that changed while its
                 # index lastmod stood still ends the index's trust

@@ -3,7 +3,8 @@
 The hot path of a crawl: one ``SitemapUrlItem`` per URL a sitemap lists, in the order it
 lists them, with scope and de-duplication decided on the way, then its children, newest
 first by the index's ``<lastmod>`` (``spiders/children.py``, requested through the
-spider's ``SitemapRequester``).
+spider's ``SitemapRequester``). A body the state file stored (a 304, an unchanged child)
+comes back from ``spiders/replay.py`` as a response, read here like a download.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from sitemapcrawl.sitemaps.seen import SeenUrls
 from sitemapcrawl.sitemaps.segments import PathGroups, first_segment
 from sitemapcrawl.spiders.children import IndexChildren
 from sitemapcrawl.spiders.discoverylog import ScopeDrops
-from sitemapcrawl.spiders.replay import SitemapReplay, clock_headers
+from sitemapcrawl.spiders.replay import ReplayedSitemap, SitemapReplay, clock_headers
 
 if TYPE_CHECKING:
     import re
@@ -143,7 +144,7 @@ class SitemapReading:
     def use_state(self, state: CrawlState) -> None:
         """Read through the state file: 304s and unchanged children from stored bodies."""
         self._state = state
-        self._replay = SitemapReplay(state, self._frontier, self._log, self.read)
+        self._replay = SitemapReplay(state, self._frontier, self._log)
         self.children.state, self.children.replay = state, self._replay
 
     # -- a response ----------------------------------------------------------------------
@@ -168,7 +169,8 @@ class SitemapReading:
                     task, "http_304", "answered 304 Not Modified without a stored copy"
                 )
                 return
-            yield from self._replay.not_modified(response, task)
+            if (replayed := self._replay.not_modified(response, task)) is not None:
+                yield from self._replayed(replayed)
             return
         body = received_body(response, task, self._log, self._maxsize, self._read_deadline)
         encodings = [v.decode("latin-1") for v in response.headers.getlist(b"Content-Encoding")]
@@ -183,6 +185,17 @@ class SitemapReading:
             self._log.top_level(task, urls=reader.urls, sitemaps=reader.sitemaps)
         if self._state is not None:
             self._remember(response, task, reader, kind, body)
+
+    def _replayed(self, replayed: ReplayedSitemap) -> Iterator[Any]:
+        """A body the state file stored, read in place of a download; its URLs counted."""
+        urls = 0
+        try:
+            for output in self.read(replayed.response, replayed.task):
+                if type(output) is SitemapUrlItem:
+                    urls += 1
+                yield output
+        finally:
+            self._log.inc(replayed.task.site, "state/replayed_urls_count", urls)
 
     def _http_failed(self, response: Response, task: SitemapTask) -> None:
         """A sitemap that answered an error status (after retries, or given up at once
@@ -302,7 +315,14 @@ class SitemapReading:
                 self._state.sitemaps.save_children(
                     task.url, [(c.loc, c.lastmod.raw if c.lastmod else None) for c in children]
                 )
-            yield from self.children.requests(children, task, reader.url, clock)
+            for child in self.children.requests(children, task, reader.url, clock):
+                if type(child) is ReplayedSitemap:  # unchanged, not requested: read now
+                    try:
+                        yield from self._replayed(child)
+                    finally:
+                        self._log.inc(child.task.site, "sitemaps/done_count")
+                else:
+                    yield child
 
     def _urls(
         self, reader: SitemapReader, task: SitemapTask, children: list[SitemapRef]
