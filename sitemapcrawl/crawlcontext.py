@@ -1,31 +1,35 @@
 """The crawl context: what one crawl's spider, middlewares, pipelines and report share.
 
 One ``CrawlContext`` per crawler (``crawl_context(crawler)``) holds what the spider knows
-(its validated arguments, its discovery log, the frontier's state, the scope policies),
-a ``SegmentRecord`` per segment (the streaming L0 accumulator fed by
+(its validated arguments, what its discovery log found, the frontier's gate, the scope
+policies), a ``SegmentRecord`` per segment (the streaming L0 accumulator fed by
 ``SitemapLastmodMiddleware``, the sampler and sampled pages of ``PageSamplingPipeline``, the
-sitemap responses' own clock), the state file, the link followers and the site reports.
-Components read the spider's side from here, never from the spider's attributes.
+sitemap responses' own clock), the state file and the link followers. Components read the
+spider's side from here, never from the spider's attributes. Of the spider's parts it
+holds only what the components read (``sitemapcrawl.crawlparts``); the site reports keep
+their own registry (``SiteReports.for_crawler``).
 
 A crawl over several sites (``sitemap_urls`` on more than one host) also keeps each site's
-share of the ``sitemapcrawl/`` stats here, so that each site gets its own report.
+share of the ``sitemapcrawl/`` stats here (``SiteStats``), so that each site gets its own
+report.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from weakref import WeakKeyDictionary
 
+from sitemapcrawl.crawlparts import SiteStats
 from sitemapcrawl.sitemaps.dates import parse_feed_date
 from sitemapcrawl.sitemaps.scope import ScopePolicy
 from sitemapcrawl.verify.dispersion import SegmentL0, SegmentL0Accumulator
 from sitemapcrawl.verify.sampling import SegmentSampler
 
 if TYPE_CHECKING:
+    from collections import Counter
     from collections.abc import Callable, Iterable
 
     from scrapy.crawler import Crawler
@@ -33,12 +37,10 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
+    from sitemapcrawl.crawlparts import DiscoveryFindings, SitemapGate
     from sitemapcrawl.incremental.crawlstate import CrawlState
     from sitemapcrawl.linkfollow import LinkFollowers
-    from sitemapcrawl.pipelines.report import SiteReports
     from sitemapcrawl.spiders.arguments import CrawlArguments
-    from sitemapcrawl.spiders.discoverylog import DiscoveryLog
-    from sitemapcrawl.spiders.frontier import SitemapFrontier
 
 
 __all__ = ["CrawlContext", "PendingReport", "SegmentRecord", "crawl_context"]
@@ -143,28 +145,37 @@ class CrawlContext:
         self.arguments: CrawlArguments | None = None
         #: Why the spider refused its arguments (the crawl then stops at once).
         self.argument_error: str | None = None
-        #: The spider's faults, top-level files and URLs listed twice.
-        self.discovery: DiscoveryLog | None = None
-        #: The spider's sitemap frontier (sitemaps it still holds back).
-        self.frontier: SitemapFrontier | None = None
+        #: The spider's faults, top-level files and URLs listed twice (its discovery log).
+        self.discovery: DiscoveryFindings | None = None
+        #: The spider's sitemap gate (sitemaps it still holds back, redirects it refuses).
+        self.frontier: SitemapGate | None = None
         #: The state file, when the spider opened one (``sitemapcrawl.incremental``).
         self.state: CrawlState | None = None
         #: The link followers, per site (set by the sampling pipeline).
         self.links: LinkFollowers | None = None
-        #: The site reports, built once discovery, sampling and links are over (created
-        #: by the sampling pipeline: without it, a crawl stopped early gets none).
-        self.reports: SiteReports | None = None
+        #: The site reports exist (``SiteReports.for_crawler``), to be built once discovery,
+        #: sampling and links are over (created by the sampling pipeline: without it, a
+        #: crawl stopped early gets none).
+        self.reporting = False
         #: The spider callback that emits the site reports as the feed's last items.
         self.report_callback: Callable[[Response], Iterable[Any]] | None = None
         self._policies: dict[str, ScopePolicy] = {}
-        #: A crawl over several sites: their roots (``https://a.example/``), each reported
-        #: apart. Empty for a crawl of one site (the common case: nothing is kept per site).
-        self.sites: list[str] = []
-        #: Per site root, its share of the crawl's ``sitemapcrawl/`` stats (same keys).
-        self.site_stats: dict[str, Counter[str]] = {}
+        #: Each site's share of the stats, in a crawl over several sites.
+        self.site_shares = SiteStats()
         #: Segments whose name does not start with their site (a child sitemap on another
         #: host names its segment by its URL): segment name -> site root.
         self.segment_sites: dict[str, str] = {}
+
+    @property
+    def sites(self) -> list[str]:
+        """A crawl over several sites: their roots (``https://a.example/``), each reported
+        apart. Empty for a crawl of one site (the common case: nothing is kept per site)."""
+        return self.site_shares.sites
+
+    @property
+    def site_stats(self) -> dict[str, Counter[str]]:
+        """Per site root, its share of the crawl's ``sitemapcrawl/`` stats (same keys)."""
+        return self.site_shares.by_site
 
     @property
     def discovery_pending(self) -> bool:
@@ -191,19 +202,15 @@ class CrawlContext:
 
     def set_sites(self, sites: list[str]) -> None:
         """The crawl spans these sites (two or more): keep each one's stats apart."""
-        self.sites = sorted(set(sites))
-        self.site_stats = {site: Counter() for site in self.sites}
+        self.site_shares.set_sites(sites)
 
     def count(self, site: str, key: str, value: int = 1) -> None:
         """Add to ``site``'s share of the stat ``key`` (a crawl over several sites only)."""
-        counts = self.site_stats.get(site)
-        if counts is not None:
-            counts[key] += value
+        self.site_shares.count(site, key, value)
 
     def inc(self, stats: StatsCollector, site: str, key: str, value: int = 1) -> None:
         """Add to the crawl's stat ``key``, and to ``site``'s share of it."""
-        stats.inc_value(key, value)
-        self.count(site, key, value)
+        self.site_shares.inc(stats, site, key, value)
 
     def site_of(self, segment: str) -> str:
         """The site root a segment belongs to ("" in a crawl of one site)."""

@@ -46,12 +46,13 @@ _CRAWL_WIDE = frozenset({"sitemapcrawl/limits/max_urls_count"})
 _DISCOVERY_STATS = ("sitemapcrawl/sitemaps/", "sitemapcrawl/robots/", "sitemapcrawl/guess/")
 
 
+#: The site reports of each crawl (``SiteReports.for_crawler``).
+_REPORTS: WeakKeyDictionary[Crawler, SiteReports] = WeakKeyDictionary()
+
+
 def site_reports(crawler: Crawler) -> SiteReports:
-    """The crawl's site reports (created on first use)."""
-    context = crawl_context(crawler)
-    if context.reports is None:
-        context.reports = SiteReports(crawler, context)
-    return context.reports
+    """The crawl's site reports (created on first use): ``SiteReports.for_crawler``."""
+    return SiteReports.for_crawler(crawler)
 
 
 def judge(
@@ -225,6 +226,17 @@ class SiteReports:
     ``SITEMAPCRAWL_SAMPLE_*`` (told in the report's ``sample`` section). Stats written:
     ``sitemapcrawl/verdict_count/<VERDICT>``.
     """
+
+    @classmethod
+    def for_crawler(cls, crawler: Crawler) -> SiteReports:
+        """The crawl's site reports, created on first use (by the sampling pipeline: the
+        crawl context then says they exist, for a crawl that ``max_urls`` stops)."""
+        found = _REPORTS.get(crawler)
+        if found is None:
+            context = crawl_context(crawler)
+            found = _REPORTS[crawler] = cls(crawler, context)
+            context.reporting = True
+        return found
 
     def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
         settings = crawler.settings

@@ -1,11 +1,12 @@
 """An index's children as sitemap requests: newest first by the index's ``<lastmod>``,
 within ``max_depth`` and ``sitemap_follow``; an unchanged child of a trusted index is read
-from the state file instead (``SitemapReplay``), but for a random audit share."""
+from the state file instead (``SitemapReplay``: its stored body, handed back to be read),
+but for a random audit share."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from w3lib.url import canonicalize_url
@@ -13,7 +14,7 @@ from w3lib.url import canonicalize_url
 if TYPE_CHECKING:
     import datetime as dt
     import re
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
     from scrapy import Request
     from scrapy.http import Headers
@@ -24,8 +25,9 @@ if TYPE_CHECKING:
     from sitemapcrawl.sitemaps import SitemapRef
     from sitemapcrawl.spiders.arguments import CrawlArguments
     from sitemapcrawl.spiders.discoverylog import DiscoveryLog
-    from sitemapcrawl.spiders.frontier import SitemapTask
-    from sitemapcrawl.spiders.replay import SitemapReplay
+    from sitemapcrawl.spiders.replay import ReplayedSitemap, SitemapReplay
+    from sitemapcrawl.spiders.requester import SitemapRequester
+    from sitemapcrawl.spiders.task import SitemapTask
 
 __all__ = ["IndexChildren"]
 
@@ -45,9 +47,9 @@ def _child_time(child: SitemapRef) -> dt.datetime:
 
 
 class IndexChildren:
-    """The children of the indexes a crawl reads, as requests (``sitemap_request``: the
-    spider's request for a child at a priority, None when the frontier refuses it or holds
-    it back; ``follow``: ``sitemap_follow``). Settings: ``SITEMAPCRAWL_INDEX_TRUST_MIN``,
+    """The children of the indexes a crawl reads, as requests (``requester``: the spider's
+    sitemap requests, which refuse a child or hold it back; ``follow``:
+    ``sitemap_follow``). Settings: ``SITEMAPCRAWL_INDEX_TRUST_MIN``,
     ``SITEMAPCRAWL_INDEX_AUDIT_SHARE``. ``state`` and ``replay`` are set when the crawl
     has a state file."""
 
@@ -58,13 +60,13 @@ class IndexChildren:
         args: CrawlArguments,
         log: DiscoveryLog,
         settings: BaseSettings,
-        sitemap_request: Callable[[SitemapTask, int], Request | None],
+        requester: SitemapRequester,
         follow: list[re.Pattern[str]],
     ) -> None:
         self._context = context
         self._args = args
         self._log = log
-        self._sitemap_request = sitemap_request
+        self._requester = requester
         self._follow = follow
         self._trust_min = settings.getint("SITEMAPCRAWL_INDEX_TRUST_MIN")
         self._audit_share = settings.getfloat("SITEMAPCRAWL_INDEX_AUDIT_SHARE")
@@ -77,9 +79,10 @@ class IndexChildren:
         task: SitemapTask,
         sitemap_url: str,
         clock: Headers | None = None,
-    ) -> Iterator[Any]:
+    ) -> Iterator[Request | ReplayedSitemap]:
         """An index's children, newest first by its ``<lastmod>`` (undated ones last, in
-        document order); an unchanged child of a trusted index is read from the state file."""
+        document order); an unchanged child of a trusted index comes as its body stored in
+        the state file, for the caller to read in its place."""
         max_depth = self._args.max_depth
         if task.depth + 1 > max_depth > 0:
             self._log.inc(task.site, "limits/max_depth_count", len(children))
@@ -100,12 +103,13 @@ class IndexChildren:
             if trusted and replay is not None and replay.unchanged_child(child_task):
                 assert state is not None
                 if state.sitemaps.audit_draw(child_task.url) >= self._audit_share:
-                    yield from replay.skip_child(child_task, clock)
+                    if (replayed := replay.skip_child(child_task, clock)) is not None:
+                        yield replayed
                     continue
                 # fetched (conditionally) all the same: a child that changed while its
                 # index lastmod stood still ends the index's trust
                 self._log.inc(task.site, "state/audited_children_count")
-            if request := self._sitemap_request(child_task, -rank - task.depth * 1000):
+            if request := self._requester.sitemap(child_task, -rank - task.depth * 1000):
                 yield request
 
     def _task(self, task: SitemapTask, child: SitemapRef, chain: tuple[str, ...]) -> SitemapTask:

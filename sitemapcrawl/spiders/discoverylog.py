@@ -23,10 +23,10 @@ if TYPE_CHECKING:
 
     from scrapy.statscollectors import StatsCollector
 
-    from sitemapcrawl.crawlcontext import CrawlContext
+    from sitemapcrawl.crawlparts import SiteStats
     from sitemapcrawl.sitemaps import SitemapReader
     from sitemapcrawl.spiders.arguments import CrawlArguments
-    from sitemapcrawl.spiders.frontier import SitemapTask
+    from sitemapcrawl.spiders.task import SitemapTask
 
 # Faults are the spider's: logged under its name, which users filter the log by.
 logger = logging.getLogger("sitemapcrawl.spiders.sitemap")
@@ -260,13 +260,14 @@ class DiscoveryLog:
     twice; and the ``sitemapcrawl/`` stats, with each site's share in a crawl over several.
 
     A fault is logged once per (code, URL) at WARNING and listed for the report; its stat
-    is counted by the caller every time it happens.
+    is counted by the caller every time it happens. ``site_stats``: each site's share of
+    the stats (the crawl context's).
     """
 
     def __init__(
-        self, context: CrawlContext, stats: StatsCollector, first_site: str, multi_site: bool
+        self, site_stats: SiteStats, stats: StatsCollector, first_site: str, multi_site: bool
     ) -> None:
-        self._context = context
+        self._site_stats = site_stats
         self._stats = stats
         self._first_site = first_site
         self._multi_site = multi_site
@@ -284,7 +285,7 @@ class DiscoveryLog:
     def inc(self, site: str, key: str, count: int = 1) -> None:
         """Add to the stat ``sitemapcrawl/<key>``, and to ``site``'s share of it when the
         crawl spans several sites (each gets its own report)."""
-        self._context.inc(self._stats, site, _P + key, count)
+        self._site_stats.inc(self._stats, site, _P + key, count)
 
     def log_once(self, code: str, url: str, message: str, site: str = "") -> None:
         """Log a fault once per (code, URL); list it for the report of ``site`` ("" for a

@@ -14,7 +14,6 @@ import heapq
 import logging
 import sys
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -25,6 +24,10 @@ from w3lib.url import canonicalize_url
 from sitemapcrawl import meta
 from sitemapcrawl.distributed import SharedProgress, requeue
 from sitemapcrawl.sitemaps.scope import private_address
+
+# Requests pickled before SitemapTask had a module of its own (JOBDIR, the Redis queue,
+# the testmaster fixtures) name it here.
+from sitemapcrawl.spiders.task import SitemapTask
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -39,22 +42,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("sitemapcrawl.spiders.sitemap")
 
 __all__ = ["SitemapFrontier", "SitemapTask"]
-
-
-@dataclass(frozen=True, slots=True)
-class SitemapTask:
-    """What the spider knows about a sitemap request (passed as ``cb_kwargs["task"]``)."""
-
-    url: str
-    found_via: str  # robots | guessed | given
-    site: str  # the site root every scope decision is made against
-    depth: int = 0
-    parent_lastmod: str | None = None  # the index's <lastmod> for this file (ISO UTC)
-    segment: str | None = None  # None: top-level file, segment by first path component
-    chain: tuple[str, ...] = ()  # canonical URLs of the indexes above this file
-    declared_in_robots: bool = False
-    probe: bool = False  # a guessed location: a 404 is a quiet miss
-    parent: str | None = None  # the index that listed this file
 
 
 class SitemapFrontier:

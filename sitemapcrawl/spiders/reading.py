@@ -2,7 +2,9 @@
 
 The hot path of a crawl: one ``SitemapUrlItem`` per URL a sitemap lists, in the order it
 lists them, with scope and de-duplication decided on the way, then its children, newest
-first by the index's ``<lastmod>``.
+first by the index's ``<lastmod>`` (``spiders/children.py``, requested through the
+spider's ``SitemapRequester``). A body the state file stored (a 304, an unchanged child)
+comes back from ``spiders/replay.py`` as a response, read here like a download.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from sitemapcrawl.sitemaps.seen import SeenUrls
 from sitemapcrawl.sitemaps.segments import PathGroups, first_segment
 from sitemapcrawl.spiders.children import IndexChildren
 from sitemapcrawl.spiders.discoverylog import ScopeDrops
-from sitemapcrawl.spiders.replay import SitemapReplay, clock_headers
+from sitemapcrawl.spiders.replay import ReplayedSitemap, SitemapReplay, clock_headers
 
 if TYPE_CHECKING:
     import re
@@ -39,7 +41,8 @@ if TYPE_CHECKING:
     from sitemapcrawl.incremental.crawlstate import CrawlState
     from sitemapcrawl.spiders.arguments import CrawlArguments
     from sitemapcrawl.spiders.discoverylog import DiscoveryLog
-    from sitemapcrawl.spiders.frontier import SitemapFrontier, SitemapTask
+    from sitemapcrawl.spiders.requester import SitemapRequester
+    from sitemapcrawl.spiders.task import SitemapTask
 
 __all__ = [
     "SitemapReading",
@@ -74,8 +77,8 @@ def file_limits(settings: BaseSettings) -> Limits:
 class SitemapReading:
     """Read sitemap responses for the spider: faults, the body, the entries, the children.
 
-    ``sitemap_request``: the spider's request for a child sitemap at a priority (None when
-    the frontier refuses it or holds it back). ``page_callbacks``, ``follow``,
+    ``requester``: the spider's sitemap requests (``requester.frontier``, its gate, also
+    judges redirects and stops at ``max_urls``). ``page_callbacks``, ``follow``,
     ``alternate_links``, ``entry_filter``: the stock ``SitemapSpider`` contract (rules,
     ``sitemap_follow``, ``sitemap_alternate_links``, an overridden ``sitemap_filter``).
     Settings: those of :func:`file_limits`, ``SITEMAPCRAWL_MAX_DOWNLOAD_SIZE``,
@@ -92,8 +95,7 @@ class SitemapReading:
         settings: BaseSettings,
         args: CrawlArguments,
         log: DiscoveryLog,
-        frontier: SitemapFrontier,
-        sitemap_request: Callable[[SitemapTask, int], Request | None],
+        requester: SitemapRequester,
         page_callbacks: PageCallbacks,
         follow: list[re.Pattern[str]],
         alternate_links: bool,
@@ -103,7 +105,9 @@ class SitemapReading:
         self._stats = stats
         self._args = args
         self._log = log
-        self._frontier = frontier
+        #: the spider's robots.txt and sitemap requests, handed to the index's children
+        self.requester = requester
+        self._frontier = requester.frontier
         self._page_callbacks = page_callbacks
         self._alternate_links = alternate_links
         self._entry_filter = entry_filter
@@ -117,7 +121,7 @@ class SitemapReading:
             args=args,
             log=log,
             settings=settings,
-            sitemap_request=sitemap_request,
+            requester=requester,
             follow=follow,
         )
         self._group_min = settings.getint("SITEMAPCRAWL_SEGMENT_MIN_URLS")
@@ -140,7 +144,7 @@ class SitemapReading:
     def use_state(self, state: CrawlState) -> None:
         """Read through the state file: 304s and unchanged children from stored bodies."""
         self._state = state
-        self._replay = SitemapReplay(state, self._frontier, self._log, self.read)
+        self._replay = SitemapReplay(state, self._frontier, self._log)
         self.children.state, self.children.replay = state, self._replay
 
     # -- a response ----------------------------------------------------------------------
@@ -165,7 +169,8 @@ class SitemapReading:
                     task, "http_304", "answered 304 Not Modified without a stored copy"
                 )
                 return
-            yield from self._replay.not_modified(response, task)
+            if (replayed := self._replay.not_modified(response, task)) is not None:
+                yield from self._replayed(replayed)
             return
         body = received_body(response, task, self._log, self._maxsize, self._read_deadline)
         encodings = [v.decode("latin-1") for v in response.headers.getlist(b"Content-Encoding")]
@@ -180,6 +185,17 @@ class SitemapReading:
             self._log.top_level(task, urls=reader.urls, sitemaps=reader.sitemaps)
         if self._state is not None:
             self._remember(response, task, reader, kind, body)
+
+    def _replayed(self, replayed: ReplayedSitemap) -> Iterator[Any]:
+        """A body the state file stored, read in place of a download; its URLs counted."""
+        urls = 0
+        try:
+            for output in self.read(replayed.response, replayed.task):
+                if type(output) is SitemapUrlItem:
+                    urls += 1
+                yield output
+        finally:
+            self._log.inc(replayed.task.site, "state/replayed_urls_count", urls)
 
     def _http_failed(self, response: Response, task: SitemapTask) -> None:
         """A sitemap that answered an error status (after retries, or given up at once
@@ -299,7 +315,14 @@ class SitemapReading:
                 self._state.sitemaps.save_children(
                     task.url, [(c.loc, c.lastmod.raw if c.lastmod else None) for c in children]
                 )
-            yield from self.children.requests(children, task, reader.url, clock)
+            for child in self.children.requests(children, task, reader.url, clock):
+                if type(child) is ReplayedSitemap:  # unchanged, not requested: read now
+                    try:
+                        yield from self._replayed(child)
+                    finally:
+                        self._log.inc(child.task.site, "sitemaps/done_count")
+                else:
+                    yield child
 
     def _urls(
         self, reader: SitemapReader, task: SitemapTask, children: list[SitemapRef]
@@ -407,7 +430,7 @@ class SitemapReading:
         self._stats.set_value("sitemapcrawl/limits/max_urls_count", 1)
         self._log.log_once("max_urls", "", f"max_urls={self._args.max_urls} reached; closing")
         self._frontier.stop()
-        if self._context.reports is not None and not self._report_sent:
+        if self._context.reporting and not self._report_sent:
             self._report_sent = True
             for root in self._context.sites or [""]:  # one per site, built by the pipeline
                 yield PendingReport(root)

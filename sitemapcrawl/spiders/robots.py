@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
 from sitemapcrawl.sitemaps.robots import parse_robots
-from sitemapcrawl.spiders.frontier import SitemapTask
+from sitemapcrawl.spiders.task import SitemapTask
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
     from scrapy import Request
     from scrapy.http import Response
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from sitemapcrawl.spiders.arguments import CrawlArguments
     from sitemapcrawl.spiders.discoverylog import DiscoveryLog
+    from sitemapcrawl.spiders.requester import SitemapRequester
 
 __all__ = ["RobotsDiscovery"]
 
@@ -37,9 +38,8 @@ class RobotsDiscovery:
 
     ``guess=fallback`` tries the usual locations in order of how common they are,
     ``SITEMAPCRAWL_GUESS_AT_ONCE`` at a time, and stops at the first one that is a sitemap;
-    ``guess=always`` requests every one. ``sitemap_request``: the spider's request for a
-    sitemap task at a priority (None when the frontier refuses it or holds it back);
-    ``admitted``: whether the frontier took a URL; ``obey``: ``ROBOTSTXT_OBEY``. Settings:
+    ``guess=always`` requests every one. ``requester``: the spider's sitemap requests (its
+    frontier refuses a sitemap or holds it back); ``obey``: ``ROBOTSTXT_OBEY``. Settings:
     ``SITEMAPCRAWL_GUESS_PATHS``, ``SITEMAPCRAWL_GUESS_AT_ONCE``.
     """
 
@@ -49,16 +49,14 @@ class RobotsDiscovery:
         guess_paths: list[str],
         at_once: int,
         log: DiscoveryLog,
-        sitemap_request: Callable[[SitemapTask, int], Request | None],
-        admitted: Callable[[str], bool],
+        requester: SitemapRequester,
         obey: bool,
     ) -> None:
         self._guess = args.guess
         self._guess_paths = guess_paths
         self._at_once = max(1, at_once)
         self._log = log
-        self._sitemap_request = sitemap_request
-        self._admitted = admitted  # the frontier took this URL (now or earlier)
+        self._requester = requester
         self._obey = obey
         self._rounds: dict[str, _GuessRound] = {}
         #: per site, the declared sitemaps not read yet (none found so far)
@@ -107,10 +105,10 @@ class RobotsDiscovery:
         waiting = self._declared.setdefault(site, set())
         for rank, url in enumerate(declared):
             task = SitemapTask(url, "robots", site, declared_in_robots=True)
-            before = self._admitted(url)
-            if request := self._sitemap_request(task, -rank):
+            before = self._requester.admitted(url)
+            if request := self._requester.sitemap(task, -rank):
                 yield request
-            if request is not None or (self._admitted(url) and not before):
+            if request is not None or (self._requester.admitted(url) and not before):
                 waiting.add(url)
         if self._guess == "always" or (self._guess == "fallback" and not waiting):
             yield from self.guesses(site, exclude=set(declared))
@@ -192,11 +190,11 @@ class RobotsDiscovery:
         """Ask for a guessed location; whether the frontier took it (sent now, or held
         back for a place: either way it will be read)."""
         self._log.inc(site, "guess/requested_count")
-        before = self._admitted(url)
-        request = self._sitemap_request(SitemapTask(url, "guessed", site, probe=True), -rank)
+        before = self._requester.admitted(url)
+        request = self._requester.sitemap(SitemapTask(url, "guessed", site, probe=True), -rank)
         if request is not None:
             self._outbox.append(request)
-        return request is not None or (self._admitted(url) and not before)
+        return request is not None or (self._requester.admitted(url) and not before)
 
     def _sent(self) -> Iterator[Request]:
         requests, self._outbox = self._outbox, []

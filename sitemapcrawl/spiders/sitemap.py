@@ -7,10 +7,12 @@ robots.txt and sitemap files only and yields one ``SitemapUrlItem`` per URL; a s
 that sets ``sitemap_rules`` also gets its callbacks called for the matching pages.
 
 Its parts: ``arguments`` (the validated ``-a`` values), ``robots`` (robots.txt and guessed
-locations), ``frontier`` (which sitemaps are requested, when; pause and resume),
-``reading`` (a sitemap's URLs as items, its children as requests), ``replay`` (sitemaps
-from the state file), ``discoverylog`` (faults, files, the report's discovery side). The
-callbacks keep their names: ``JOBDIR`` and the Redis queue store requests by them.
+locations), ``requester`` (every robots.txt and sitemap request, built with the callbacks
+below), ``frontier`` (which sitemaps are requested, when; pause and resume), ``reading``
+(a sitemap's URLs as items), ``children`` (an index's children as requests), ``replay``
+(sitemaps from the state file), ``discoverylog`` (faults, files, the report's discovery
+side), ``task`` (what a sitemap request carries). The callbacks keep their names:
+``JOBDIR`` and the Redis queue store requests by them.
 """
 
 from __future__ import annotations
@@ -19,25 +21,26 @@ import logging
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit
 
-from scrapy import Request, signals
+from scrapy import signals
 from scrapy.exceptions import CloseSpider, DownloadTimeoutError
 from scrapy.spiders import SitemapSpider
 
-from sitemapcrawl import meta
 from sitemapcrawl.crawlcontext import crawl_context
 from sitemapcrawl.downloadermiddlewares.sitemapredirect import SitemapRedirectRefused
 from sitemapcrawl.incremental.crawlstate import CrawlState, StateError, StateLocked
 from sitemapcrawl.pipelines.report import site_reports
 from sitemapcrawl.spiders.arguments import ARGUMENT_NAMES, parse_arguments
 from sitemapcrawl.spiders.discoverylog import DiscoveryLog
-from sitemapcrawl.spiders.frontier import SitemapFrontier, SitemapTask
 from sitemapcrawl.spiders.reading import SitemapReading
+from sitemapcrawl.spiders.requester import SitemapCallbacks, SitemapRequester
 from sitemapcrawl.spiders.robots import RobotsDiscovery
+from sitemapcrawl.spiders.task import SitemapTask
 
 if TYPE_CHECKING:
     import re
     from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 
+    from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
@@ -50,9 +53,6 @@ logger = logging.getLogger(__name__)
 # SitemapTask is imported from here by requests a paused crawl pickled (JOBDIR).
 __all__ = ["SitemapCrawlSpider", "SitemapTask"]
 
-_ERROR_STATUSES = list(range(400, 600))
-#: Sitemap requests also take 304 Not Modified (conditional requests from the state file).
-_SITEMAP_STATUSES = [304, *_ERROR_STATUSES]
 #: Reasons after which nothing is left to read: no state is kept for a next run.
 _FINAL_REASONS = frozenset({"finished", "max_urls", "bad_argument", "bad_state"})
 
@@ -121,18 +121,24 @@ class SitemapCrawlSpider(SitemapSpider):
                 {"mode": args.links},
             )
         self.discovery = context.discovery = DiscoveryLog(
-            context, self.stats, args.first_site, args.multi_site
+            context.site_shares, self.stats, args.first_site, args.multi_site
         )
-        self.frontier = context.frontier = SitemapFrontier(
-            crawler, self, args, self.discovery, context.scope_policy, self._build_sitemap_request
+        callbacks = SitemapCallbacks(
+            self._parse_robots, self._robots_failed, self._read_sitemap, self._sitemap_failed
         )
+        self._conditional = settings.getbool("SITEMAPCRAWL_CONDITIONAL_SITEMAPS")
+        # the requester is held by its users (reading, robots), not by the spider: testmaster
+        # records the spider's own attributes as its state (tests/testmaster/compat.py)
+        requester = SitemapRequester(
+            crawler, self, args, self.discovery, context.scope_policy, callbacks, self._conditional
+        )
+        self.frontier = context.frontier = requester.frontier
         self.robots = RobotsDiscovery(
             args,
             settings.getlist("SITEMAPCRAWL_GUESS_PATHS"),
             settings.getint("SITEMAPCRAWL_GUESS_AT_ONCE"),
             self.discovery,
-            self._sitemap_request,
-            self.frontier.admitted,
+            requester,
             settings.getbool("ROBOTSTXT_OBEY"),
         )
         overridden = type(self).sitemap_filter is not SitemapSpider.sitemap_filter
@@ -142,14 +148,12 @@ class SitemapCrawlSpider(SitemapSpider):
             settings=settings,
             args=args,
             log=self.discovery,
-            frontier=self.frontier,
-            sitemap_request=self._sitemap_request,
+            requester=requester,
             page_callbacks=self._cbs,
             follow=self._follow,
             alternate_links=self.sitemap_alternate_links,
             entry_filter=self.sitemap_filter if overridden else None,
         )
-        self._conditional = settings.getbool("SITEMAPCRAWL_CONDITIONAL_SITEMAPS")
         context.report_callback = self.site_report
 
     def _open_state(self) -> None:
@@ -175,6 +179,7 @@ class SitemapCrawlSpider(SitemapSpider):
         context.state = state
         state.site_of = context.site_of  # pooling stays within a site
         self.reading.use_state(state)
+        self.reading.requester.use_state(state)  # conditional sitemap requests
         self.crawler.signals.connect(self._close_state, signal=signals.spider_closed)
         since = args.since
         logger.info(
@@ -220,87 +225,17 @@ class SitemapCrawlSpider(SitemapSpider):
             for unread in resumed:
                 yield self.frontier.resumed(unread)
             return
+        requester = self.reading.requester
         for url in self.args.sitemap_urls:
             site = self.args.origin or urljoin(url, "/")
             if urlsplit(url).path.endswith("/robots.txt"):
-                yield self._robots_request(url, site)
-            elif request := self._sitemap_request(SitemapTask(url, "given", site), 0):
+                yield requester.robots(url, site)
+            elif request := requester.sitemap(SitemapTask(url, "given", site), 0):
                 yield request
         if not self.args.sitemap_urls:
             assert self.args.origin is not None
             site = urljoin(self.args.origin, "/")
-            yield self._robots_request(urljoin(site, "/robots.txt"), site)
-
-    # -- requests ------------------------------------------------------------------------
-
-    def _meta(self, maxsize: int, **extra: Any) -> dict[str, Any]:
-        """Meta of robots.txt and sitemap requests: every status reaches the callback, they
-        are exempt from robots.txt and offsite filtering, capped, counted, proxied."""
-        return {
-            "handle_httpstatus_list": _ERROR_STATUSES,
-            "dont_obey_robotstxt": True,
-            "allow_offsite": True,
-            "download_maxsize": maxsize,
-            "download_warnsize": 0,
-            # a file that still fails after retries is a fault we log and count (WARNING)
-            "give_up_log_level": "WARNING",
-            meta.COUNTED: True,
-            **self.args.proxy_meta,
-            **extra,
-        }
-
-    def _robots_request(self, url: str, site: str) -> Request:
-        self.discovery.inc(site, "robots/requested_count")
-        request = Request(
-            url,
-            callback=self._parse_robots,
-            errback=self._robots_failed,
-            cb_kwargs={"site": site},
-            # meta.ROBOTS: the robots.txt middleware parses this response for the pages;
-            # no Scrapy cap: the download guard stops it at its cap, keeping what came
-            meta=self._meta(0, **{meta.ROBOTS: True}),
-            dont_filter=not self.frontier.distributed,
-            priority=100,
-        )
-        return self.frontier.count(request)
-
-    def _sitemap_request(self, task: SitemapTask, priority: int = 0) -> Request | None:
-        """The request for a sitemap, or None when the frontier refuses it or holds it."""
-        if not self.frontier.accepts(task):
-            return None
-        if not task.depth:  # the site (robots.txt) or the user named it: its host is vouched for
-            crawl_context(self.crawler).scope_policy(task.site).vouch(task.url)
-        self.discovery.inc(task.site, "sitemaps/requested_count")
-        return self.frontier.schedule(task, priority)
-
-    def _build_sitemap_request(self, task: SitemapTask, priority: int) -> Request:
-        """A sitemap's request, built when the frontier sends it."""
-        headers = None
-        if self.crawl_state is not None and self._conditional:
-            headers = self.crawl_state.sitemaps.conditional_headers(task.url) or None
-            if headers:
-                self.discovery.inc(task.site, "state/conditional_count")
-        request_meta = self._meta(
-            # no Scrapy cap: the download guard stops the body at the cap, keeping what
-            # came (sitemapcrawl.extensions.sitemapdownload)
-            0,
-            # a connection lost mid-body still delivers what arrived: parse it
-            download_fail_on_dataloss=False,
-            **{meta.SITEMAP: True},
-        )
-        request_meta["handle_httpstatus_list"] = _SITEMAP_STATUSES
-        return Request(
-            task.url,
-            callback=self._read_sitemap,
-            errback=self._sitemap_failed,
-            cb_kwargs={"task": task},
-            headers=headers,
-            meta=request_meta,
-            # Alone, the frontier dedupes sitemaps; with workers sharing a Redis queue,
-            # the shared dupefilter must see them so each is fetched once.
-            dont_filter=not self.frontier.distributed,
-            priority=priority,
-        )
+            yield requester.robots(urljoin(site, "/robots.txt"), site)
 
     # -- callbacks -----------------------------------------------------------------------
 
