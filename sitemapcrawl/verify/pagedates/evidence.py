@@ -108,17 +108,7 @@ def page_evidence(
         problems.add("not_html")
         fingerprint = hashlib.blake2b(body, digest_size=16).hexdigest()
     else:
-        past: list[Any] = []
-        if len(body) > MAX_HTML_BYTES:
-            problems.add("truncated")
-            # The tree stops at the cap; the JSON-LD blocks of the rest were downloaded too.
-            past = jsonld_past(_decode(body, content_type, encoding), MAX_HTML_BYTES)
-            body = body[:MAX_HTML_BYTES]
-        data = _decode(body, content_type, encoding).encode("utf-8", "replace")
-        root = _parse(data)
-        if root is not None:
-            _extract_dates(root, data, url, found, past)
-            fingerprint, text_length = fingerprint_tree(root)
+        fingerprint, text_length = _read_html(body, url, content_type, encoding, found)
 
     return _resolve(
         found,
@@ -129,6 +119,24 @@ def page_evidence(
         fingerprint=fingerprint,
         text_length=text_length,
     )
+
+
+def _read_html(
+    body: bytes, url: str, content_type: str | None, encoding: str | None, found: _Found
+) -> tuple[str, int]:
+    """The dates of an HTML page into ``found``; its fingerprint and text length."""
+    past: list[Any] = []
+    if len(body) > MAX_HTML_BYTES:
+        found.problems.add("truncated")
+        # The tree stops at the cap; the JSON-LD blocks of the rest were downloaded too.
+        past = jsonld_past(_decode(body, content_type, encoding), MAX_HTML_BYTES)
+        body = body[:MAX_HTML_BYTES]
+    data = _decode(body, content_type, encoding).encode("utf-8", "replace")
+    root = _parse(data)
+    if root is None:
+        return EMPTY_FINGERPRINT
+    _extract_dates(root, data, url, found, past)
+    return fingerprint_tree(root)
 
 
 def _utc(value: dt.datetime) -> dt.datetime:
