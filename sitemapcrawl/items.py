@@ -28,7 +28,8 @@ class SitemapUrlItem:
     ``links`` for a URL no sitemap lists that the link follower reached (then ``sitemap``
     is empty, ``segment`` is the URL's first path component and ``depth`` its link depth).
     ``flags``: relative_loc (resolved against the sitemap URL), beyond_protocol_limit
-    (past the 50,000th URL of its file). ``refetch`` and ``refetch_reason`` are set on
+    (past the 50,000th URL of its file), fragment_dropped (listed with a ``#fragment``: the
+    page is the URL without it). ``refetch`` and ``refetch_reason`` are set on
     incremental runs (``since``) only: whether the page should be fetched again and why
     (see docs/output.md); None otherwise.
     """

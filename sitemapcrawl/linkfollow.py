@@ -31,6 +31,7 @@ from w3lib.url import canonicalize_url
 
 from sitemapcrawl import meta
 from sitemapcrawl.items import SitemapUrlItem
+from sitemapcrawl.sitemaps.hosts import InvalidHost, canonical_url
 from sitemapcrawl.sitemaps.scope import ScopePolicy, private_address
 from sitemapcrawl.sitemaps.seen import SeenUrls
 from sitemapcrawl.verify.coverage import (
@@ -58,11 +59,17 @@ _P = "sitemapcrawl/links/"
 
 
 def redirect_target(response: Response) -> str | None:
-    """Where a 3xx response sends us (``Location`` made absolute), or None."""
+    """Where a 3xx response sends us (``Location`` made absolute, its host canonical), or
+    None (none, or a host no browser requests)."""
     if not 300 <= response.status < 400:
         return None
     location = response.headers.get(b"Location")
-    return urljoin(response.url, location.decode("latin-1")) if location else None
+    if not location:
+        return None
+    try:
+        return canonical_url(urljoin(response.url, location.decode("latin-1")))
+    except InvalidHost:
+        return None
 
 
 def over_size_cap(exc: BaseException) -> bool:
@@ -217,6 +224,11 @@ class LinkFollower:
 
     def _discover(self, url: str, *, depth: int, linked: bool) -> None:
         """A link (or a redirect's target) to ``url`` found at ``depth``."""
+        try:
+            url = canonical_url(url)  # one spelling of the host for every check and request
+        except InvalidHost:
+            self.stats.inc_value(_P + "invalid_host_count")
+            return
         key = _key(url)
         record = self.records.get(key)
         if record is not None:

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scrapy.utils.defer import deferred_f_from_coro_f
 
 from sitemapcrawl.sitemaps.hosts import InvalidHost, canonical_host, canonical_url
 from sitemapcrawl.sitemaps.scope import private_address
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # Cases from the URL Standard's IPv4 parser (and web-platform-tests' urltestdata).
 WHATWG = [
@@ -106,3 +111,136 @@ def test_a_canonical_url_keeps_everything_but_the_host() -> None:
 def test_private_addresses_in_any_form(url: str) -> None:
     assert private_address(url, "https://example.com/")
     assert not private_address(url, "http://127.0.0.1:8000/")
+
+
+@given(
+    st.from_regex(
+        r"https?://[a-zA-Z0-9.\-]{1,12}(:[0-9]{1,5})?(/[a-zA-Z0-9#%.\-]{0,8})?", fullmatch=True
+    )
+)
+def test_a_plain_url_is_canonical_already(url: str) -> None:
+    """The readers' fast path (``urls.PLAIN_URL``) takes only URLs the full check would
+    leave as they are: a canonical host, no fragment."""
+    from sitemapcrawl.sitemaps.urls import PLAIN_HEAD, PLAIN_URL
+
+    if PLAIN_URL.fullmatch(url):
+        assert "#" not in url
+        assert canonical_url(url) == url
+    if PLAIN_HEAD.match(url.encode()):
+        head = url.split("://", 1)[1].split("/", 1)[0].split(":", 1)[0]
+        assert canonical_host(head) == head
+
+
+@deferred_f_from_coro_f
+async def test_one_spelling_of_the_host_is_emitted_and_requested(tmp_path: Path) -> None:
+    """A sitemap that writes its own host in the forms a browser reads as 127.0.0.1, a URL
+    with a fragment and its twin without, a host no browser requests, a redirect to the
+    integer form, a home page linking in the hex form, a robots.txt ``Sitemap:`` line in
+    octal and an origin with a trailing dot: every URL once, with its host as the URL
+    Standard writes it, each page requested once and under that host (the ``Host`` header
+    the server saw); the fragment's URL flagged."""
+    from tests.mockserver import MockServer
+    from tests.utils.crawl import crawl_with_report, our_stats
+
+    with MockServer(root=tmp_path) as server:
+        port = server.base.rsplit(":", 1)[1]
+        forms = {
+            "octal": f"http://0177.0.0.1:{port}",
+            "integer": f"http://2130706433:{port}",
+            "padded": f"http://127.000.000.001:{port}",
+            "dot": f"http://127.0.0.1.:{port}",
+            "hex": f"http://0x7F.1:{port}",
+        }
+        locs = [f"{origin}/p/{name}.html" for name, origin in forms.items()]
+        locs += [
+            f"{server.base}/p/frag.html#top",
+            f"{server.base}/p/frag.html",
+            f"{server.base}/p/plain.html",
+            f"{server.base}/p/plain.html#again",
+            f"http://1.2.3.4.5:{port}/p/invalid.html",
+            f"{server.base}/_/redirect/302?to={forms['integer']}/p/moved.html",
+        ]
+        rows = "".join(f"<url><loc>{loc}</loc></url>" for loc in locs)
+        (tmp_path / "sitemap.xml").write_text(
+            f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{rows}</urlset>'
+        )
+        (tmp_path / "second.xml").write_text(
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            f"<url><loc>{forms['dot']}/p/second.html</loc></url></urlset>"
+        )
+        (tmp_path / "robots.txt").write_text(
+            f"Sitemap: {forms['octal']}/sitemap.xml\n"
+            f"Sitemap: {server.base}/_/redirect/301?to={forms['padded']}/second.xml\n"
+        )
+        (tmp_path / "p").mkdir()
+        for name in [*forms, "frag", "plain", "moved", "linked", "second"]:
+            (tmp_path / "p" / f"{name}.html").write_text(
+                "<html><body><main><p>text</p></main></body></html>"
+            )
+        (tmp_path / "index.html").write_text(  # the home page links in the hex form
+            f'<html><body><a href="{forms["hex"]}/p/linked.html">x</a></body></html>'
+        )
+        server.reset_requests()
+        items, report, crawler = await crawl_with_report(
+            origin=f"http://127.0.0.1.:{port}", sample="on", links="sample"
+        )
+        log = server.request_log()
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("finish_reason") == "finished"
+    assert crawler.stats.get_value("log_count/ERROR") is None
+    assert [(i["url"], i["flags"], i["found_via"]) for i in items] == [
+        *((f"{server.base}/p/{name}.html", [], "robots") for name in forms),
+        (f"{server.base}/p/frag.html", ["fragment_dropped"], "robots"),
+        (f"{server.base}/p/plain.html", [], "robots"),
+        (f"{server.base}/_/redirect/302?to={forms['integer']}/p/moved.html", [], "robots"),
+        (f"{server.base}/p/second.html", [], "robots"),
+        (f"{server.base}/", [], "links"),
+        (f"{server.base}/p/linked.html", [], "links"),
+    ]
+    stats = our_stats(crawler)
+    assert stats["sitemapcrawl/urls/found_count"] == 9
+    assert stats["sitemapcrawl/urls/duplicate_count"] == 2  # a URL and its #fragment twin
+    assert stats["sitemapcrawl/entries/loc_fragment_dropped_count"] == 2
+    assert stats["sitemapcrawl/errors/loc_invalid_count"] == 1
+    assert report is not None
+    assert [f["code"] for f in report["faults"]] == ["loc_invalid"]
+    hosts = {(entry["path"], entry["headers"].get("Host")) for entry in log}
+    expected_host = f"127.0.0.1:{port}"
+    assert {host for _, host in hosts} == {expected_host}
+    paths = [entry["path"] for entry in log]
+    assert paths.count("/sitemap.xml") == 1
+    assert sorted(p for p in paths if p.startswith("/p/")) == sorted(
+        f"/p/{name}.html" for name in [*forms, "frag", "plain", "moved", "linked", "second"]
+    )
+    assert paths.count("/second.xml") == 1
+
+
+@deferred_f_from_coro_f
+async def test_a_page_on_a_host_that_does_not_resolve_is_a_warning_and_an_outcome(
+    tmp_path: Path,
+) -> None:
+    """A listed page whose host has no address (scope off): its robots.txt and the page
+    each fail once, each a WARNING without a traceback and a count; no ERROR."""
+    from tests.mockserver import MockServer
+    from tests.utils.crawl import crawl_with_report
+
+    (tmp_path / "robots.txt").write_text("Sitemap: {base}/sitemap.xml\n")
+    (tmp_path / "sitemap.xml").write_text(
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<url><loc>http://nothere.invalid/a</loc></url><url><loc>{base}/b</loc></url></urlset>"
+    )
+    (tmp_path / "b").write_text("<html><body><main><p>b</p></main></body></html>")
+    with MockServer(root=tmp_path) as server:
+        items, report, crawler = await crawl_with_report(
+            origin=server.base, sample="on", links="off", scope="off"
+        )
+    assert crawler.stats is not None
+    stats = crawler.stats.get_stats()
+    assert [i["url"] for i in items] == ["http://nothere.invalid/a", f"{server.base}/b"]
+    assert stats.get("log_count/ERROR") is None
+    assert stats["log_count/WARNING"] == 2  # the robots.txt, the page
+    assert stats["sitemapcrawl/robots/fetch_failed_count"] == 1
+    assert stats["sitemapcrawl/sample/outcome_count/FETCH_FAILED"] == 1
+    assert report is not None
+    outcomes = sorted(s["outcome"] for seg in report["segments"] for s in seg["samples"])
+    assert outcomes == ["FETCH_FAILED:CannotResolveHostError", "NO_LASTMOD"]

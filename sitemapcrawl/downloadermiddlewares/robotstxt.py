@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from scrapy import signals
+from scrapy import Request, signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
@@ -15,9 +18,10 @@ from twisted.internet.defer import Deferred
 from sitemapcrawl import meta
 
 if TYPE_CHECKING:
-    from scrapy import Request
     from scrapy.http import Response
     from scrapy.robotstxt import RobotParser
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["UNREACHABLE", "SitemapRobotsTxtMiddleware"]
 
@@ -87,7 +91,10 @@ class SitemapRobotsTxtMiddleware(RobotsTxtMiddleware):
         return True
 
     async def robot_parser(self, request: Request) -> RobotParser | None:
-        parser = self._parsers.get(urlparse_cached(request).netloc)
+        netloc = urlparse_cached(request).netloc
+        if netloc not in self._parsers:
+            await self._fetch(request, netloc)
+        parser = self._parsers.get(netloc)
         if isinstance(parser, Deferred):
             waiter: Deferred[RobotParser | None] = Deferred()
 
@@ -97,4 +104,29 @@ class SitemapRobotsTxtMiddleware(RobotsTxtMiddleware):
 
             parser.addCallback(relay)
             return await maybe_deferred_to_future(waiter)
-        return await super().robot_parser(request)
+        return parser
+
+    async def _fetch(self, request: Request, netloc: str) -> None:
+        """The robots.txt of a page's host the spider did not read itself (a sampled or
+        linked page on another host): Scrapy's fetch, but a host that cannot be reached
+        (no such name, refused) is one WARNING and a count, never an ERROR with a
+        traceback; its pages are then fetched without rules, as Scrapy does, and their own
+        failure is their outcome (``FETCH_FAILED``)."""
+        self._parsers[netloc] = Deferred()
+        url = urlparse_cached(request)
+        robots = Request(
+            f"{url.scheme}://{netloc}/robots.txt",
+            priority=self.DOWNLOAD_PRIORITY,
+            meta={"dont_obey_robotstxt": True, "give_up_log_level": "DEBUG"},  # ours below
+            callback=NO_CALLBACK,
+        )
+        try:
+            assert self.crawler.engine is not None
+            response = await self.crawler.engine.download_async(robots)
+            await self._parse_robots(response, netloc, request)
+        except Exception as exc:  # noqa: BLE001 - any download failure, as Scrapy catches
+            if not isinstance(exc, IgnoreRequest):
+                logger.warning("%s: robots.txt could not be fetched: %s", robots.url, exc)
+                self._stats.inc_value("sitemapcrawl/robots/fetch_failed_count")
+            self._robots_error(exc, netloc)
+        self._stats.inc_value("robotstxt/request_count")

@@ -38,6 +38,7 @@ from .errors import (
     TagCase,
     TooManyUrls,
 )
+from .hosts import InvalidHost, canonical_url
 from .model import SitemapRef, UrlEntry
 from .scope import same_host
 from .urls import (
@@ -131,8 +132,10 @@ class EntryRules:
 
     >>> from sitemapcrawl.sitemaps.model import Limits
     >>> rules = EntryRules("https://x.example/s.xml", Limits(max_urls=1))
-    >>> rules.loc("/a"), rules.loc("javascript:alert(1)"), dict(rules.counts)
-    (('https://x.example/a', True), (None, False), {'loc_relative': 1, 'loc_bad_scheme': 1})
+    >>> rules.loc("/a#top"), rules.loc("javascript:alert(1)")
+    (('https://x.example/a', True, True), (None, False, False))
+    >>> dict(rules.counts)
+    {'loc_relative': 1, 'loc_fragment_dropped': 1, 'loc_bad_scheme': 1}
     >>> rules.count_url(), rules.count_url(), [f.code for f in rules.faults]
     (True, True, ['loc_bad_scheme', 'too_many_urls'])
     """
@@ -170,13 +173,17 @@ class EntryRules:
 
     # -- values ------------------------------------------------------------------------
 
-    def loc(self, raw: str | None, base: str | None = None) -> tuple[str | None, bool]:
+    def loc(self, raw: str | None, base: str | None = None) -> tuple[str | None, bool, bool]:
         """Validate one location: absolute http(s), within the length limit; return it
-        (None when unusable: counted, an entry fault) and whether it was relative.
+        (None when unusable: counted, an entry fault), whether it was relative and whether
+        its fragment was dropped.
 
-        Only XML white space is stripped at its ends. A location that holds a control
-        character, an invisible character, undecodable bytes or a marker of text the
-        reader cut is dropped, never cleaned into another URL. A relative location is
+        Only XML white space, and invisible padding (counted), is stripped at its ends. A
+        location that holds a control character, an invisible character, undecodable bytes
+        or a marker of text the reader cut is dropped, never cleaned into another URL. Its
+        fragment is dropped (``loc_fragment_dropped``) and its host made canonical
+        (``hosts.canonical_url``: ``0177.0.0.1`` is ``127.0.0.1``; a host no browser
+        requests drops it). A relative location is
         resolved against the sitemap's URL (a relative path: against its directory) and
         kept only when it stays on the sitemap's host, or its ``www.`` twin (``base``: an
         explicit base, Atom's ``xml:base``, resolved against the sitemap's URL: it is the
@@ -184,13 +191,13 @@ class EntryRules:
         """
         if raw is None:
             self.entry_fault(LocMissing, None)
-            return None, False
+            return None, False, False
         if _plain_url(raw) and len(raw) <= self.limits.max_loc_length:
-            return raw, False  # the common case, with nothing to check further
+            return raw, False, False  # the common case, with nothing to check further
         loc = raw.strip(XML_SPACE)
         if not loc:
             self.entry_fault(LocMissing, None)
-            return None, False
+            return None, False, False
         if not loc.isascii() or _CONTROLS.search(loc) is not None:
             padded = loc
             loc = strip_invisible(loc)
@@ -198,16 +205,16 @@ class EntryRules:
                 self.entry_fault(LocInvisiblePadding, padded)
                 if not loc:
                     self.entry_fault(LocMissing, None)
-                    return None, False
+                    return None, False, False
                 if loc.isascii() and _plain_url(loc) and len(loc) <= self.limits.max_loc_length:
-                    return loc, False
+                    return loc, False, False
             why = _unusable(loc)
             if why is not None:
                 if why is not _UNEXPANDED:
                     self.entry_fault(why, loc)
                 else:  # an entity reference, never expanded: xml_entities tells why
                     self.counts["loc_unexpanded_entity"] += 1
-                return None, False
+                return None, False, False
         relative = False
         if not loc.startswith(HTTP):
             lowered = loc[:8].lower()
@@ -217,24 +224,33 @@ class EntryRules:
             else:
                 resolved = self._resolve(loc, base)
                 if resolved is None:
-                    return None, False
+                    return None, False, False
                 loc, relative = resolved, True
         if not loc.isascii() or " " in loc or "[" in loc or "]" in loc:
             try:
                 loc = safe_url_string(loc)
             except ValueError:  # a bracketed host that is not an IP address
                 self.entry_fault(LocInvalid, loc)
-                return None, False
+                return None, False, False
             if " " in loc:  # left in the host: no such host
                 self.entry_fault(LocInvalid, loc)
-                return None, False
+                return None, False, False
+        fragment = "#" in loc
+        if fragment:  # the page is the URL without it: one item, one fetch
+            loc = loc[: loc.index("#")]
+            self.counts["loc_fragment_dropped"] += 1
+        try:
+            loc = canonical_url(loc)
+        except InvalidHost:  # a host no browser requests ("1.2.3.4.5", "256.0.0.1")
+            self.entry_fault(LocInvalid, loc)
+            return None, False, False
         if len(loc) > self.limits.max_loc_length:
             self.entry_fault(LocTooLong, loc)
-            return None, False
+            return None, False, False
         if bad_authority(loc):
             self.entry_fault(LocInvalid, loc)
-            return None, False
-        return loc, relative
+            return None, False, False
+        return loc, relative, fragment
 
     def _resolve(self, loc: str, base: str | None) -> str | None:
         """A location without an http(s) scheme, resolved (None: dropped, counted)."""
@@ -330,10 +346,10 @@ class EntryRules:
                 why = LocBadScheme if _SCHEME.match(line) else LocNotAbsolute
             self.entry_fault(why, line)
             return None
-        loc, _ = self.loc(line)
+        loc, _, fragment = self.loc(line)
         if loc is None:
             return None
-        return UrlEntry(loc, position=position)
+        return UrlEntry(loc, position=position, fragment=fragment)
 
     def element(self, el: _Element) -> UrlEntry | SitemapRef | None:
         """The entry of a ``<url>`` or ``<sitemap>`` element, lxml's or the scanner's light
@@ -402,7 +418,7 @@ class EntryRules:
         if not has_loc and is_index and el.text:
             # Lenient: a <sitemap> holding its URL as bare text (seen in the wild).
             loc_raw = el.text.strip(XML_SPACE) or None
-        loc, relative = self.loc(loc_raw)
+        loc, relative, fragment = self.loc(loc_raw)
         if loc is None:
             return None
         lastmod = self.lastmod(lastmod_raw)
@@ -416,6 +432,7 @@ class EntryRules:
             mobile=mobile,
             relative=relative,
             position=self.urls,
+            fragment=fragment,
         )
         if lists is not None:
             entry.news = lists["news"]
@@ -440,7 +457,7 @@ class EntryRules:
             elif name == "date" and date_raw is None:  # RSS 1.0 dc:date (W3C format)
                 date_raw, iso_date = ext.text_of(child), True
         about = el.get("{http://www.w3.org/1999/02/22-rdf-syntax-ns#}about")
-        loc, relative = self.loc(link or guid or about)
+        loc, relative, fragment = self.loc(link or guid or about)
         if loc is None:
             return None
         return UrlEntry(
@@ -448,6 +465,7 @@ class EntryRules:
             self.lastmod(date_raw, feed=not iso_date),
             relative=relative,
             position=self.urls,
+            fragment=fragment,
         )
 
     def atom_entry(self, el: _Element) -> UrlEntry | None:
@@ -465,11 +483,15 @@ class EntryRules:
                 updated = ext.text_of(child)
             elif name == "published":
                 published = ext.text_of(child)
-        loc, relative = self.loc(href, base)
+        loc, relative, fragment = self.loc(href, base)
         if loc is None:
             return None
         return UrlEntry(
-            loc, self.lastmod(updated or published), relative=relative, position=self.urls
+            loc,
+            self.lastmod(updated or published),
+            relative=relative,
+            position=self.urls,
+            fragment=fragment,
         )
 
 

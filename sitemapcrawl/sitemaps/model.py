@@ -31,6 +31,8 @@ class UrlEntry:
     pagemap: list[dict[str, Any]] = field(default_factory=list)
     relative: bool = False
     position: int = 0
+    #: the location was listed with a ``#fragment``, dropped (the page is the URL without it)
+    fragment: bool = False
 
 
 @dataclass(slots=True)

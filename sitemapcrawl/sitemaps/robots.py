@@ -9,6 +9,7 @@ from urllib.parse import urljoin
 from protego import Protego
 from w3lib.url import safe_url_string
 
+from .hosts import InvalidHost, canonical_url
 from .urls import HTTP, bad_authority
 
 __all__ = ["ROBOTS_MAX_RULES_SIZE", "RobotsSitemaps", "parse_robots"]
@@ -107,4 +108,7 @@ def _http_url(base: str, value: str) -> str | None:
         return None
     if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in absolute) or bad_authority(absolute):
         return None
-    return absolute
+    try:
+        return canonical_url(absolute)  # 0177.0.0.1 is 127.0.0.1 for every check after
+    except InvalidHost:
+        return None

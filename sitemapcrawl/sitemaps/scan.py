@@ -262,9 +262,9 @@ class Scan:
                     head, plain_head = _plain_head(loc_b, head)
                 if plain_head and 0 not in loc_b.translate(PLAIN_BYTES) and len(loc_b) <= max_loc:
                     loc = loc_b.decode("ascii")  # rules.loc would return it as is
-                    relative = False
+                    relative = fragment = False
                 else:
-                    checked, relative = rules.loc(text(loc_b) or None)
+                    checked, relative, fragment = rules.loc(text(loc_b) or None)
                     if checked is None:
                         continue
                     loc = checked
@@ -306,6 +306,7 @@ class Scan:
                         [],
                         relative,
                         urls,
+                        fragment,
                     )
                 else:
                     entry = UrlEntry(
@@ -321,6 +322,7 @@ class Scan:
                         [],
                         relative,
                         urls,
+                        fragment,
                     )
                 urls += 1
                 rules.urls = urls

@@ -37,20 +37,38 @@ __all__ = [
 
 HTTP: Final = ("http://", "https://")
 
-_HOST = rb"https?://[A-Za-z0-9._~%!$&'()*+,;=\-]+"
+# A host already in its canonical spelling (``hosts.canonical_host``): lower-case labels, no
+# trailing dot, and not ending in a number (an IPv4 address in any of the URL Standard's
+# forms, which ``hosts`` rewrites) unless it is a dotted quad written canonically; anything
+# else takes the full check.
+_LABEL = rb"[a-z0-9_\-]+"
+_OCTET = rb"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_HOST = (
+    rb"https?://(?:"
+    + _OCTET
+    + rb"(?:\."
+    + _OCTET
+    + rb"){3}(?=[:/?#]|\Z)|(?:"
+    + _LABEL
+    + rb"\.)*(?!(?:[0-9]+|0x[0-9a-f]*)(?:[:/?#]|\Z))"
+    + _LABEL
+    + rb")"
+)
 _PORT = (  # ":port" up to 65535, if any
     rb"(?::(?:[0-9]{1,4}|[0-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}"
     rb"|655[0-2][0-9]|6553[0-5]))?"
 )
-#: An absolute http(s) URL of printable ASCII with a plain host (no user, no brackets) and
-#: a port up to 65535 if any: nothing in it needs resolving, encoding or checking.
-PLAIN_URL: Final = re.compile((_HOST + _PORT + rb"(?:[/?#][!-Z^-~]*)?").decode("ascii"))
+#: An absolute http(s) URL of printable ASCII with a canonical host (no user, no brackets),
+#: a port up to 65535 if any and no fragment: nothing in it needs resolving, encoding or
+#: checking.
+PLAIN_URL: Final = re.compile((_HOST + _PORT + rb'(?:[/?][!-"$-Z^-~]*)?').decode("ascii"))
 #: ``PLAIN_URL`` up to its path, on bytes: a location it matches whose every byte is in
-#: ``[!-Z^-~]`` (checked with ``translate`` and ``PLAIN_BYTES``) is a plain URL.
+#: ``[!-"$-Z^-~]`` (checked with ``translate`` and ``PLAIN_BYTES``) is a plain URL.
 PLAIN_HEAD: Final = re.compile(_HOST + _PORT + rb"(?=[/?#]|\Z)")
-_URL_BYTES = bytes(range(0x21, 0x5B)) + bytes(range(0x5E, 0x7F))  # [!-Z^-~]
-#: ``[!-Z^-~]`` but "&" (and "<") as themselves, every other byte as NUL: a location
-#: translated with it holds a NUL when it is not plain (in XML text "&" starts a reference).
+_URL_BYTES = bytes(c for c in range(0x21, 0x7F) if c not in b"#[\\]")  # [!-"$-Z^-~]
+#: ``[!-"$-Z^-~]`` but "&" (and "<") as themselves, every other byte as NUL: a location
+#: translated with it holds a NUL when it is not plain (in XML text "&" starts a reference;
+#: "#" starts a fragment, which the full check drops).
 PLAIN_BYTES: Final = bytes(c if c in _URL_BYTES and c not in b"&<" else 0 for c in range(256))
 
 #: What a reference to a declared (never expanded) entity becomes: a private-use character

@@ -10,6 +10,7 @@ from urllib.parse import urljoin, urlsplit
 
 from sitemapcrawl.incremental.crawlstate import parse_since, state_path
 from sitemapcrawl.linkfollow import LINK_MODES
+from sitemapcrawl.sitemaps.hosts import InvalidHost, canonical_url
 from sitemapcrawl.sitemaps.scope import SCOPE_MODES
 
 if TYPE_CHECKING:
@@ -161,4 +162,8 @@ def _http_url(name: str, value: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         shown = "" if parts.password else f"={value!r}"  # never echo credentials
         raise ValueError(f"argument {name}{shown} is not an http(s) URL")
-    return value
+    try:
+        return canonical_url(value)  # one spelling of the host for every check and request
+    except InvalidHost:
+        shown = "" if parts.password else f"={value!r}"
+        raise ValueError(f"argument {name}{shown} names a host no browser requests") from None

@@ -362,6 +362,8 @@ class SitemapReading:
                 flags = ["relative_loc"] if entry.relative else []
                 if reader.urls > protocol_limit:
                     flags.append("beyond_protocol_limit")
+                if entry.fragment:
+                    flags.append("fragment_dropped")
                 item = SitemapUrlItem(
                     loc,
                     lastmod.iso if lastmod else None,
