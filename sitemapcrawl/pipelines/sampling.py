@@ -24,7 +24,7 @@ from twisted.python.failure import Failure
 from sitemapcrawl import meta
 from sitemapcrawl.crawlcontext import PendingReport, crawl_context
 from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem
-from sitemapcrawl.linkfollow import LinkFollowers
+from sitemapcrawl.linkfollow import LinkFollower, LinkFollowers
 from sitemapcrawl.pipelines.pages import PageFetcher
 from sitemapcrawl.pipelines.report import judge, site_reports
 from sitemapcrawl.sitemaps.dates import parse_lastmod
@@ -117,10 +117,9 @@ class PageSamplingPipeline:
     def process_item(self, item: Any) -> Any:
         if type(item) is SitemapUrlBatch:
             if self._url_work():
-                for entry in item.items:
-                    self._url_item(entry)
+                self._url_items(item.items)
         elif type(item) is SitemapUrlItem:
-            self._url_item(item)
+            self._url_items((item,))
         elif type(item) is PendingReport:
             return self.reports.final(item.site)
         return item
@@ -139,31 +138,49 @@ class PageSamplingPipeline:
         file or the sampler (otherwise a batch passes as it is)."""
         return self._noting_links() or self.context.state is not None or self.sampling
 
-    def _url_item(self, item: SitemapUrlItem) -> None:
-        if item.found_via == "links":
-            return
+    def _url_items(self, items: Iterable[SitemapUrlItem]) -> None:
+        """A batch's URL items (one sitemap file's, mostly one segment's): noted for the
+        link follower, decided on an incremental run, offered to their segment's sampler.
+        What depends on the segment only is looked up when the segment changes."""
         context = self.context
-        if self._noting_links():
-            self.links.of_site(context.site_of(item.segment)).note_listed(item)
-        if context.state is not None:
-            self._decide(item)
-        if self.sampling:
-            record = context.segment(item.segment)
-            if record.sampler is None and not self._sampler_due(record):
-                return
-            if record.sampler is None:
-                record.sampler = SegmentSampler(
-                    seed=f"{self.seed}:{item.segment}",
-                    budget=self.panel if record.panel_only else self.segment_budget,
-                    panel=self.panel,
-                    now=record.t_ref or context.started,
-                    # candidates kept for an escalated sample
-                    reserve=0
-                    if record.panel_only
-                    else max(0, ESCALATED_SAMPLE - self.segment_budget),
-                )
-            raw = item.lastmod_raw
-            record.sampler.offer(item.url, parse_lastmod(raw) if raw is not None else None)
+        noting = self._noting_links()
+        deciding = context.state is not None
+        sampling = self.sampling
+        segment: str | None = None
+        follower: LinkFollower | None = None
+        sampler: SegmentSampler | None = None
+        for item in items:
+            if item.found_via == "links":
+                continue
+            if item.segment != segment:
+                segment = item.segment
+                if noting:
+                    follower = self.links.of_site(context.site_of(segment))
+                if sampling:
+                    sampler = self._sampler(context.segment(segment))
+            if follower is not None:
+                follower.note_listed(item)
+            if deciding:
+                self._decide(item)
+            if sampler is not None:
+                raw = item.lastmod_raw
+                sampler.offer(item.url, parse_lastmod(raw) if raw is not None else None)
+
+    def _sampler(self, record: SegmentRecord) -> SegmentSampler | None:
+        """The segment's sampler, made at its first URL; None when its pages are not
+        sampled on this run."""
+        if record.sampler is None and not self._sampler_due(record):
+            return None
+        if record.sampler is None:
+            record.sampler = SegmentSampler(
+                seed=f"{self.seed}:{record.name}",
+                budget=self.panel if record.panel_only else self.segment_budget,
+                panel=self.panel,
+                now=record.t_ref or self.context.started,
+                # candidates kept for an escalated sample
+                reserve=0 if record.panel_only else max(0, ESCALATED_SAMPLE - self.segment_budget),
+            )
+        return record.sampler
 
     def _decide(self, item: SitemapUrlItem) -> None:
         """An incremental run's refetch decision for ``item``, on the item."""

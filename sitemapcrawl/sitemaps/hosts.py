@@ -86,9 +86,9 @@ def canonical_host(host: str) -> str:
     host = host.lower()
     if host.endswith(".") and len(host) > 1:
         host = host[:-1]
-    if not host or _FORBIDDEN.search(host):
-        raise InvalidHost(host)
     parts = host.split(".")
+    if not host or _FORBIDDEN.search(host) or "" in parts:  # an empty label: "a..b", ".a"
+        raise InvalidHost(host)
     if _ends_in_a_number(parts):
         return _ipv4(parts)
     return host

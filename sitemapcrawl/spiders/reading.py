@@ -359,11 +359,8 @@ class SitemapReading:
                     self._log.listed_again(loc, sitemap_url)
                     continue
                 lastmod = entry.lastmod
-                flags = ["relative_loc"] if entry.relative else []
-                if reader.urls > protocol_limit:
-                    flags.append("beyond_protocol_limit")
-                if entry.fragment:
-                    flags.append("fragment_dropped")
+                beyond = reader.urls > protocol_limit
+                flags = _flags(entry, beyond) if entry.relative or entry.fragment or beyond else []
                 item = SitemapUrlItem(
                     loc,
                     lastmod.iso if lastmod else None,
@@ -551,3 +548,15 @@ def content_digest(body: bytes, content_encoding: list[str], max_size: int) -> s
     except SitemapError:
         return hashlib.blake2b(body, digest_size=16).hexdigest()
     return digest.hexdigest()
+
+
+def _flags(entry: UrlEntry, beyond_protocol_limit: bool) -> list[str]:
+    """A URL item's flags: what its entry needed to be read (docs/output.md)."""
+    flags = []
+    if entry.relative:
+        flags.append("relative_loc")
+    if beyond_protocol_limit:
+        flags.append("beyond_protocol_limit")
+    if entry.fragment:
+        flags.append("fragment_dropped")
+    return flags
