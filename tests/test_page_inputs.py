@@ -368,3 +368,60 @@ async def test_each_syntax_gives_the_page_date_with_its_source_and_precision(
             {"source": "meta", "field": "dcterms.modified", "raw": day, "precision": "day"},
         ),
     }
+
+
+def _twins(stamp: str) -> dict[str, str]:
+    """A clean page and its broken twin: a stray ``</html>`` before ``<body>``, misnested
+    tags, an unclosed ``<p>`` around the article (what a theme writes at some deploy)."""
+    head = f"<head><title>x</title>{jsonld(dateModified=stamp)}</head>"
+    clean = (
+        "<article><h1>Release notes</h1>"
+        '<p><b>The <a href="/docs/">docs</a> moved.</b></p><p>Second paragraph.</p></article>'
+    )
+    broken = (
+        "<p><article><h1>Release notes</h1>"
+        '<p><b>The <a href="/docs/">docs</a> moved.</p></b><p>Second paragraph.</article>'
+    )
+    return {
+        "clean": f"<!DOCTYPE html><html>{head}<body><main>{clean}</main></body></html>",
+        "broken": f"<!DOCTYPE html><html>{head}</html><body><main>{broken}</main></body></html>",
+    }
+
+
+@deferred_f_from_coro_f
+async def test_a_page_read_as_a_browser_reads_it(tmp_path: Path) -> None:
+    """The broken twin gives the same page date and the same content fingerprint as the
+    clean page (docs/verification.md, "Page dates"): libxml2 alone stopped building its
+    tree at the stray ``</html>``."""
+    import sqlite3
+
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    stamp = iso(now - 20 * DAY)
+    (tmp_path / "p").mkdir()
+    for name, body in _twins(stamp).items():
+        (tmp_path / "p" / f"{name}.html").write_text(body)
+    rows = "".join(
+        f"<url><loc>{{base}}/p/{name}.html</loc><lastmod>{stamp}</lastmod></url>"
+        for name in ("clean", "broken")
+    )
+    (tmp_path / "sitemap.xml").write_text(
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{rows}</urlset>'
+    )
+    (tmp_path / "robots.txt").write_text("Sitemap: {base}/sitemap.xml\n")
+    state = tmp_path / "state.sqlite"
+    with MockServer(root=tmp_path) as server:
+        _, report, _ = await crawl_with_report(
+            origin=server.base, sample="on", links="off", state=str(state)
+        )
+    assert report is not None
+    (segment,) = report["segments"]
+    got = {
+        s["url"].rsplit("/", 1)[1]: (s["outcome"], s["page_modified"]) for s in segment["samples"]
+    }
+    date = {"source": "json-ld", "field": "dateModified", "raw": stamp, "precision": "second"}
+    assert got == {"clean.html": ("AGREE", date), "broken.html": ("AGREE", date)}
+    with sqlite3.connect(state) as db:
+        prints = dict(db.execute("SELECT path, fingerprint FROM urls").fetchall())
+    clean, broken = (prints[f"/p/{name}.html"] for name in ("clean", "broken"))
+    assert clean is not None
+    assert broken == clean

@@ -600,6 +600,26 @@ async def test_older_schema_is_upgraded_in_place(
     assert indexes == [("fetches_url",), ("runs_origin",), ("verdicts_segment",)]
 
 
+def test_schema_8_drops_the_fingerprints_of_the_old_html_parse(tmp_path: Path) -> None:
+    """Pages are read as a browser reads them from schema 8: a fingerprint of libxml2's
+    tree is no base for the next comparison (it would differ on every page of tag soup)."""
+    state = tmp_path / "state.sqlite"
+    old = StateStore.open(state, upto=7)
+    old.db.execute("INSERT INTO names (id, name) VALUES (1, 'https://a.example'), (2, '/')")
+    old.db.execute(
+        "INSERT INTO urls (origin, path, segment, sitemap, first_run, last_run, fetched_at, "
+        "fingerprint) VALUES (1, '/p', 2, 2, 1, 1, '2024-06-03T00:00:00Z', ?)",
+        ("0" * 32,),
+    )
+    old.close()
+    store = StateStore.open(state)
+    assert (store.upgraded_from, store.version) == (7, SCHEMA_VERSION) == (7, 8)
+    page = store.url("https://a.example", "https://a.example/p")
+    assert page is not None
+    assert (page.fetched_at, page.fingerprint) == ("2024-06-03T00:00:00Z", None)
+    store.close()
+
+
 def test_schema_5_url_rows_upgrade_to_compact_rows(tmp_path: Path) -> None:
     """Schema 6 interns origins, segments and sitemaps, keeps the URL without its origin,
     times in Unix seconds and the lastmod history as the value before and a count."""

@@ -235,6 +235,12 @@ MIGRATIONS: tuple[str, ...] = (
     """
     UPDATE urls SET fingerprint = NULL WHERE fingerprint IS NOT NULL;
     """,
+    # 8: pages are read as a browser reads them (an HTML5 tree builder before lxml): a page
+    # with a tag soup libxml2 repaired otherwise fingerprints anew, which is no change of its
+    # content. The next fetch of each page starts its comparisons afresh.
+    """
+    UPDATE urls SET fingerprint = NULL WHERE fingerprint IS NOT NULL;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

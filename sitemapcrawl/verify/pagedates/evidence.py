@@ -38,7 +38,7 @@ from sitemapcrawl.verify.pagedates.structured import (
     _walk,
     jsonld_past,
 )
-from sitemapcrawl.verify.pagehtml import MAX_HTML_BYTES, _decode, _looks_like_html, _parse
+from sitemapcrawl.verify.pagehtml import MAX_HTML_BYTES, _decode, _looks_like_html, _tree, html5
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -131,8 +131,8 @@ def _read_html(
         # The tree stops at the cap; the JSON-LD blocks of the rest were downloaded too.
         past = jsonld_past(_decode(body, content_type, encoding), MAX_HTML_BYTES)
         body = body[:MAX_HTML_BYTES]
-    data = _decode(body, content_type, encoding).encode("utf-8", "replace")
-    root = _parse(data)
+    data = html5(_decode(body, content_type, encoding).encode("utf-8", "replace"))
+    root = _tree(data)
     if root is None:
         return EMPTY_FINGERPRINT
     _extract_dates(root, data, url, found, past)
