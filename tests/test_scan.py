@@ -648,6 +648,7 @@ def test_url_entry_fields_are_in_the_order_the_scanner_passes_them() -> None:
         "pagemap",
         "relative",
         "position",
+        "fragment",
     ]
 
 
