@@ -470,3 +470,32 @@ async def test_page_dates_that_restate_a_static_builds_lastmod_are_no_agreement(
         "agreement cannot show that edits move the lastmod; the cross-run audit decides."
     )
     assert posts["evidence"]["static_build"] == [names[1]]
+
+
+@deferred_f_from_coro_f
+async def test_a_site_whose_every_lastmod_is_one_date_says_so(tmp_path: Path) -> None:
+    """An MkDocs site built once (61 URLs, every lastmod the build's date, 337 days old),
+    whose pages carry no date: whatever the verdict, its reason says that every URL carries
+    the same date, and which, on the first crawl (issue 36)."""
+    now = dt.datetime.now(dt.UTC)
+    day = (now - dt.timedelta(days=337)).date().isoformat()
+    rows = "".join(
+        f"<url><loc>{{base}}/docs/page-{i}/</loc><lastmod>{day}</lastmod></url>" for i in range(61)
+    )
+    (tmp_path / "sitemap.xml").write_text(
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{rows}</urlset>'
+    )
+    (tmp_path / "robots.txt").write_text("Sitemap: {base}/sitemap.xml\n")
+    for i in range(61):
+        page = tmp_path / "docs" / f"page-{i}" / "index.html"
+        page.parent.mkdir(parents=True)
+        page.write_text(f"<html><body><main><h1>Page {i}</h1><p>text</p></main></body></html>")
+    with MockServer(root=tmp_path) as server:
+        _, report, crawler = await crawl_with_report(origin=server.base, sample="on", links="off")
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("log_count/ERROR") is None
+    assert report is not None
+    (segment,) = report["segments"]
+    note = f"100% of 61 lastmods carry one date, {day} (337 days before the server clock)"
+    assert segment["evidence"]["one_date"] == {"date": day, "share": 1.0, "text": note}
+    assert segment["reason"].startswith(note + "; ")

@@ -837,9 +837,11 @@ async def test_a_first_runs_generation_time_is_sampled_again_when_its_cluster_st
     pages = report2["segments"][0]
     assert pages["segment"] == PAGES_SEG
     assert (pages["static_verdict"], pages["verdict"]) == ("OVER_REPORTING", "GENERATION_TIME")
+    stamp = pages["evidence"]["one_date"]["date"]  # every lastmod is the build's one date
     assert pages["reason"].startswith(
-        "Held at GENERATION_TIME until 2 clean runs in a row (1 so far); this run: 20 of 20 "
-        "sampled pages have an older modification date than the lastmod"
+        "Held at GENERATION_TIME until 2 clean runs in a row (1 so far); this run: "
+        f"100% of 20 lastmods carry one date, {stamp} (0 days before the server clock); "
+        "20 of 20 sampled pages have an older modification date than the lastmod"
     )
     assert pages["cross_run"]["cluster_moves"] == 0
     stats2 = our_stats(crawler2)

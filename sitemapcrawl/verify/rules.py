@@ -13,6 +13,7 @@ them), PARTIAL around those two. Standard library only.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.verify.agreement import (
@@ -30,7 +31,9 @@ from sitemapcrawl.verify.thresholds import (
     FUTURE_SHARE,
     INVALID_SHARE,
     MIN_N_EV,
+    MIN_N_L,
     NEWS_BURST,
+    ONE_DATE_SHARE,
     OVER_REPORTING_LB,
     PARTIAL_COVERAGE,
     PROVISIONAL_LB,
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.verify.stamps import SiteView
 
 __all__ = [
+    "one_date_note",
     "static_verdict",
 ]
 
@@ -139,6 +143,11 @@ def static_verdict(
         unsampled=unsampled,
     )
     verdict = _first_rule(sample)
+    one_date = one_date_note(l0)
+    if one_date is not None:
+        verdict.evidence["one_date"] = one_date
+        if "lastmods fall" not in verdict.reason:  # the clustering rules say it already
+            verdict = replace(verdict, reason=f"{one_date['text']}; {verdict.reason}")
     if verdict.name == "GENERATION_TIME":
         # What the rules say without the generation-time signature: the cross-run score
         # may refute it (lastmod moves that were content changes), and then this stands.
@@ -150,6 +159,43 @@ def static_verdict(
             "evidence": {k: v for k, v in other.evidence.items() if k not in sample.evidence},
         }
     return verdict
+
+
+def one_date_note(l0: SegmentL0) -> dict[str, Any] | None:
+    """When at least ``ONE_DATE_SHARE`` of a segment's ``MIN_N_L`` or more lastmods are one
+    value, or dates of one day: the date, the share and its age, for the verdict's reason.
+    A user planning re-crawls on lastmod is told that every URL carries the same date,
+    whatever the pages say (a build that stamps all its URLs, a CMS export).
+
+    >>> from datetime import UTC, datetime
+    >>> from sitemapcrawl.sitemaps.dates import parse_lastmod
+    >>> from sitemapcrawl.verify.dispersion import SegmentL0Accumulator
+    >>> acc = SegmentL0Accumulator()
+    >>> for _ in range(61):
+    ...     acc.add(parse_lastmod("2026-01-04"))
+    >>> one_date_note(acc.result(datetime(2026, 12, 7, tzinfo=UTC)))["text"]
+    '100% of 61 lastmods carry one date, 2026-01-04 (337 days before the server clock)'
+    """
+    if l0.n_lastmod < MIN_N_L or l0.cluster_start is None or l0.cluster_end is None:
+        return None
+    share = l0.mode_share
+    if l0.window == "1day":
+        share = max(share, l0.window_share)
+    if share < ONE_DATE_SHARE:
+        return None
+    day = l0.cluster_start.date()
+    if l0.cluster_end - l0.cluster_start > timedelta(days=1):
+        return None
+    age = (l0.t_ref.date() - day).days  # calendar days, UTC
+    when = f"{age} days before" if age >= 0 else f"{-age} days after"
+    return {
+        "date": day.isoformat(),
+        "share": round(share, 4),
+        "text": (
+            f"{share:.0%} of {l0.n_lastmod} lastmods carry one date, {day.isoformat()} "
+            f"({when} the server clock)"
+        ),
+    }
 
 
 def _first_rule(sample: _Sample) -> Verdict:

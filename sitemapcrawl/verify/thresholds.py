@@ -36,6 +36,7 @@ name                           value       what it bounds
 ``GENERATION_RECENCY``         48 h        ``t_ref - c*``: a recent cluster
 ``ALIGNMENT``                  10 min      cluster to generation time: aligned
 ``CLUSTERED_OLD_SHARE``        0.5         window share of an old cluster
+``ONE_DATE_SHARE``             0.95        one value, or one day of dates: said in the reason
 ``TZ_TOLERANCE``               120 s       a whole-hour shift, ±
 ``TZ_MAX_HOURS``               14          k ∈ [1, 14]
 ``TZ_CONSISTENT_SHARE``        0.5         one k for half the shifted values
@@ -87,6 +88,7 @@ __all__ = [
     "MIN_N_L",
     "NEWS_BURST",
     "NEWS_MIN_N_L",
+    "ONE_DATE_SHARE",
     "OVER_REPORTING_LB",
     "PAGE_STAMP_MIN",
     "PAGE_STAMP_SHARE",
@@ -192,6 +194,9 @@ ALIGNMENT = timedelta(minutes=10)
 
 
 CLUSTERED_OLD_SHARE = 0.5
+
+
+ONE_DATE_SHARE = 0.95
 
 
 TZ_TOLERANCE = 120.0
