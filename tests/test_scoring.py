@@ -1314,3 +1314,50 @@ def test_an_unsampled_segment_says_why_and_how_to_verify_it() -> None:
         ": suspected from the sitemap alone, unconfirmed (no page of this segment was "
         "sampled: sampling is off; crawl with -a sample=on)."
     )
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 400),
+            st.sampled_from(
+                [
+                    "2024-05-30",
+                    "2024-01-01T10:00:00+02:00",
+                    "2019-03-04",
+                    "2024-05-31T23:59:59.5Z",
+                    "garbage",
+                    None,
+                    "2024-06-01T00:00:00Z",
+                    "2023-06-01",
+                ]
+            ),
+        ),
+        max_size=120,
+    )
+)
+def test_offering_an_exported_lastmod_samples_as_offering_the_parsed_one(
+    entries: list[tuple[int, str | None]],
+) -> None:
+    """The streaming path's ``offer_exported`` (ISO text for the stratum, raw text parsed
+    only if kept) draws exactly the sample ``offer`` draws from parsed lastmods."""
+    from sitemapcrawl.sitemaps.dates import parse_lastmod
+    from sitemapcrawl.verify.sampling import SegmentSampler
+
+    now = datetime(2024, 6, 1, tzinfo=UTC)
+    parsed = SegmentSampler("seed", budget=12, panel=5, now=now, reserve=8)
+    exported = SegmentSampler("seed", budget=12, panel=5, now=now, reserve=8)
+    for number, raw in entries:
+        url = f"https://a.example/{number}"
+        lastmod = parse_lastmod(raw) if raw is not None else None
+        parsed.offer(url, lastmod)
+        exported.offer_exported(url, lastmod.iso if lastmod else None, raw)
+    assert exported.population() == parsed.population()
+    for budget in (None, 20):
+        assert [
+            (s.url, s.stratum, s.in_panel, s.lastmod.iso if s.lastmod else None)
+            for s in exported.sample(budget)
+        ] == [
+            (s.url, s.stratum, s.in_panel, s.lastmod.iso if s.lastmod else None)
+            for s in parsed.sample(budget)
+        ]

@@ -27,7 +27,6 @@ from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem
 from sitemapcrawl.linkfollow import LinkFollower, LinkFollowers
 from sitemapcrawl.pipelines.pages import PageFetcher
 from sitemapcrawl.pipelines.report import judge, site_reports
-from sitemapcrawl.sitemaps.dates import parse_lastmod
 from sitemapcrawl.verify.sampling import SegmentSampler, allocate
 from sitemapcrawl.verify.thresholds import ESCALATED_SAMPLE
 
@@ -163,8 +162,7 @@ class PageSamplingPipeline:
             if deciding:
                 self._decide(item)
             if sampler is not None:
-                raw = item.lastmod_raw
-                sampler.offer(item.url, parse_lastmod(raw) if raw is not None else None)
+                sampler.offer_exported(item.url, item.lastmod, item.lastmod_raw)
 
     def _sampler(self, record: SegmentRecord) -> SegmentSampler | None:
         """The segment's sampler, made at its first URL; None when its pages are not

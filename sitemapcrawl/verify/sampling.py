@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sitemapcrawl.sitemaps.dates import LastMod
+from sitemapcrawl.sitemaps.dates import LastMod, parse_lastmod
 
 __all__ = [
     "STRATA",
@@ -97,15 +97,23 @@ class _BottomK:
         self._heap: list[tuple[int, _Neg, LastMod | None]] = []
         self._urls: set[str] = set()
 
-    def offer(self, h: int, url: str, lastmod: LastMod | None) -> None:
+    def offer(self, h: int, url: str, lastmod: LastMod | str | None) -> None:
+        """Keep ``url`` if its ``(hash, url)`` is among the k smallest; a lastmod given as
+        its raw text is parsed only then (most URLs are not kept)."""
         if self._k <= 0 or url in self._urls:
             return
-        entry = (-h, _Neg(url), lastmod)
-        if len(self._heap) < self._k:
-            heapq.heappush(self._heap, entry)
+        heap = self._heap
+        if len(heap) >= self._k:
+            top, top_url, _ = heap[0]
+            if -h < top or (-h == top and url >= top_url.url):
+                return  # not among the k smallest: the common case
+        kept = parse_lastmod(lastmod) if isinstance(lastmod, str) else lastmod
+        entry = (-h, _Neg(url), kept)
+        if len(heap) < self._k:
+            heapq.heappush(heap, entry)
             self._urls.add(url)
-        elif entry > self._heap[0]:
-            _, dropped, _ = heapq.heapreplace(self._heap, entry)
+        else:
+            _, dropped, _ = heapq.heapreplace(heap, entry)
             self._urls.discard(dropped.url)
             self._urls.add(url)
 
@@ -210,6 +218,33 @@ class SegmentSampler:
         self._population[name] += 1
         self._strata[name].offer(h, url, lastmod)
         self._panel.offer(h, url, lastmod)
+
+    def offer_exported(self, url: str, iso: str | None, raw: str | None) -> None:
+        """:meth:`offer` for a URL item's lastmod as exported: its ISO text (UTC, exact to
+        the microsecond: the stratum) and its raw text (parsed only if the URL is kept), so
+        that the streaming path parses no lastmod a second time.
+
+        >>> s = SegmentSampler("x", budget=2, now=datetime(2024, 6, 1, tzinfo=UTC))
+        >>> s.offer_exported("https://a.example/1", "2024-05-30T00:00:00Z", "2024-05-30")
+        >>> s.offer_exported("https://a.example/2", None, "never")
+        >>> s.population()["recent"], [(p.stratum, p.lastmod.raw) for p in s.sample()]
+        (1, [('recent', '2024-05-30'), ('none', 'never')])
+        """
+        h = _keyed_hash(self._key, url)
+        if iso is None:
+            name = "none"
+        else:
+            value = datetime.fromisoformat(iso)
+            name = (
+                "recent"
+                if value >= self._recent_from
+                else "year"
+                if value >= self._year_from
+                else "old"
+            )
+        self._population[name] += 1
+        self._strata[name].offer(h, url, raw)
+        self._panel.offer(h, url, raw)
 
     def population(self) -> dict[str, int]:
         """URLs offered per stratum (the weights W_h of :func:`stratified_proportion`)."""
