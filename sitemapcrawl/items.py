@@ -95,7 +95,10 @@ class SiteReport:
     ``state``: the SQLite state file used (path, run number), empty when state is off;
     ``coverage``: when links were followed, the two-way coverage between sitemaps and links
     (docs/output.md), else empty; ``faults``: each distinct fault logged during the crawl
-    (``code``, ``url``, ``message``), the first 1,000.
+    (``code``, ``url``, ``message``), the first 1,000; ``changes``: with the state file,
+    what changed in the site's list of URLs since its last finished run (URLs added, moved,
+    removed with their tombstones, unconfirmed where a sitemap was not read whole, pages our
+    fetches saw change), else empty.
     """
 
     origin: str
@@ -111,3 +114,4 @@ class SiteReport:
     state: dict[str, Any] = field(default_factory=dict)
     coverage: dict[str, Any] = field(default_factory=dict)
     faults: list[dict[str, str]] = field(default_factory=list)
+    changes: dict[str, Any] = field(default_factory=dict)

@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sitemapcrawl.incremental.changes import run_changes
 from sitemapcrawl.incremental.decisions import RefetchDecisions
 from sitemapcrawl.incremental.fetches import FetchStore
 from sitemapcrawl.incremental.judgement import GENERATION_CONFIRM, SegmentJudgement
@@ -418,6 +419,19 @@ class CrawlState:
     ) -> tuple[str, str, dict[str, Any]]:
         """The segment's verdict across runs, saved (:meth:`SegmentJudgement.judge`)."""
         return self.judgement.judge(segment, static_name, static_reason, evidence)
+
+    def changes(self, only: set[str] | None = None) -> dict[str, Any]:
+        """:func:`changes.run_changes` of this run, its URL rows written first."""
+        self.flush()
+        previous = self.previous["id"] if self.previous is not None else None
+        return run_changes(
+            self.store,
+            self.origin,
+            self.run_id,
+            previous,
+            read_whole=self.sitemaps.complete,
+            only=only,
+        )
 
     def incremental_summary(self, only: set[str] | None = None) -> dict[str, Any]:
         """The incremental run's decisions, of the segments in ``only`` when given (the

@@ -124,6 +124,8 @@ class SitemapFiles:
         self.seed = seed
         #: When each sitemap read on this run was built (Last-Modified, else read time).
         self.as_of: dict[str, dt.datetime] = {}
+        #: The sitemaps read whole on this run: a URL they no longer list is removed.
+        self.complete: set[str] = set()
 
     def conditional_headers(self, url: str) -> dict[str, str]:
         """``If-None-Match``/``If-Modified-Since`` for a sitemap read completely before."""
@@ -152,6 +154,8 @@ class SitemapFiles:
         truncated or faulty file is fetched whole next time). Returns what the read says
         about the index that listed the file: ``agree`` (its content changed and its index
         lastmod moved), ``miss`` (changed, the index lastmod stood still), else None."""
+        if complete:
+            self.complete.add(url)
         read_at = _utc(_header(response, b"Date")) or dt.datetime.now(dt.UTC)
         built = _utc(_header(response, b"Last-Modified"))
         self.as_of[url] = min(built, read_at) if built is not None else read_at

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +47,7 @@ from sitemapcrawl.sitemaps.dates import format_utc
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
 __all__ = [
     "APPLICATION_ID",
@@ -406,6 +407,45 @@ class StateStore:
                 (origin_id, run_id, run_id, run_id),
             )
         }
+
+    def run_report(self, run_id: int) -> Any:
+        """The site report saved with run ``run_id`` (a list for a crawl over several
+        sites), or None."""
+        row = self.db.execute("SELECT report FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return json.loads(row[0]) if row is not None and row[0] else None
+
+    def run_changes(
+        self, origin: str, run_id: int, since_run: int, carried: Collection[str] = ()
+    ) -> tuple[dict[str, Counter[str]], list[tuple[str, str, str, str | None, str | None]]]:
+        """What changed in ``origin``'s list of URLs on run ``run_id`` (its rows merged):
+        per segment, URLs ``added`` (first listed on it) and ``moved`` (listed before, their
+        lastmod changed on it); and the rows not listed on it that were live before it:
+        listed on run ``since_run`` (the previous finished run) or after, or listed earlier
+        in a sitemap of ``carried`` (one whose URLs were left unconfirmed since), as (url,
+        segment, sitemap, lastmod_raw, last seen: that run's server clock), by path."""
+        origin_id = self.name_id(origin)
+        if origin_id is None:
+            return {}, []
+        counts: dict[str, Counter[str]] = {}
+        for segment, added, moved in self.db.execute(
+            "SELECT segment, sum(first_run = ?), sum(first_run < ? AND lastmod_changed_run = ?) "
+            "FROM urls WHERE origin = ? AND last_run = ? GROUP BY segment",
+            (run_id, run_id, run_id, origin_id, run_id),
+        ):
+            counts[self._names[segment]] = Counter(added=int(added), moved=int(moved))
+        carried_ids = [i for i in (self.name_id(name) for name in carried) if i is not None]
+        marks = ",".join("?" * len(carried_ids)) or "NULL"
+        left = [
+            (url_of(origin, path), self._names[segment], self._names[sitemap], raw, seen)
+            for path, segment, sitemap, raw, seen in self.db.execute(
+                "SELECT u.path, u.segment, u.sitemap, u.lastmod_raw, r.server_now "  # noqa: S608 - marks only
+                "FROM urls AS u LEFT JOIN runs AS r ON r.id = u.last_run "
+                "WHERE u.origin = ? AND u.last_run < ? "
+                f"AND (u.last_run >= ? OR u.sitemap IN ({marks})) ORDER BY u.path",
+                (origin_id, run_id, since_run, *carried_ids),
+            )
+        ]
+        return counts, left
 
     def segment_size(self, origin: str, segment: str) -> int:
         """URLs of the segment the state knows."""

@@ -336,6 +336,7 @@ class SiteReports:
             incremental=self._incremental_section(values, records, site),
             state=context.state.describe() if context.state is not None else {},
             coverage=self._coverage(values, site),
+            changes=self._changes_section(values, records, site),
         )
 
     def _values(self, site: str) -> dict[str, Any]:
@@ -429,6 +430,18 @@ class SiteReports:
             "pages_failed": values.get(_P + "refetch/failed_count", 0),
             "pages_changed": values.get(_P + "refetch/changed_count", 0),
             "pages_unchanged": values.get(_P + "refetch/unchanged_count", 0),
+        }
+
+    def _changes_section(
+        self, values: dict[str, Any], records: list[SegmentRecord], site: str
+    ) -> dict[str, Any]:
+        """With the state file: what changed since the site's last finished run."""
+        state = self._context.state
+        if state is None:
+            return {}
+        return {
+            **state.changes({r.name for r in records} if site else None),
+            "changed": values.get(_P + "refetch/changed_count", 0),
         }
 
     def _segment_coverage(self) -> dict[str, dict[str, Any]] | None:
