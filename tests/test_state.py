@@ -1411,3 +1411,62 @@ async def test_a_second_edit_dated_before_our_fetch_is_news_not_a_late_report(
     assert decisions(items3)["posts/0"] == (True, "lastmod_changed")
     assert paths(log3, "/posts/") == ["/posts/0"]
     assert report3["incremental"]["pages_changed"] == 1
+
+
+@deferred_f_from_coro_f
+async def test_a_quiet_stretch_its_history_makes_unlikely_is_audited_once(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    """A TRUSTED segment whose lastmod moved on each of its 6 runs, then on none of 4
+    (p = 0.31^4 < 1 %, verify.refetch.quiet): the alarm makes the next run re-sample it and
+    audit as many pages as would show 3 of the changes the quiet runs would hide at its
+    rate of moves; nothing changed, so it stays TRUSTED, and the alarm is not raised again
+    in the same quiet stretch."""
+    built, server = site
+    state = tmp_path / "state.sqlite"
+    every_run = {
+        "SITEMAPCRAWL_RESAMPLE_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 1,
+    }
+    await run(server, state, sample="on")
+    edits = [range(12), range(12, 24), [0, 1], [2, 3], [4, 5], [6, 7]]
+    for posts_edited in edits:  # runs 2-7: honest edits, the lastmod moving with each
+        built.edit(*posts_edited)
+        _, report, _, _ = await run(
+            server, state, every_run, sample="on", since="last", pages="refetch"
+        )
+    posts = report["segments"][1]
+    assert (posts["segment"], posts["verdict"]) == (POSTS_SEG, "TRUSTED")
+    quiet_runs = []
+    for _ in range(4):  # runs 8-11: nothing changes, nothing moves (resampled by days only)
+        _, report, _, _ = await run(server, state, sample="on", since="last", pages="refetch")
+        posts = report["segments"][1]
+        assert posts["verdict"] == "TRUSTED"
+        assert posts["evidence"]["n_sampled"] == 0  # re-sampled by days and runs only
+        quiet_runs.append(posts["cross_run"]["quiet"])
+    assert [(q["runs_without_move"], q["alarm"]) for q in quiet_runs] == [
+        (1, False),
+        (2, False),
+        (3, False),
+        (4, True),
+    ]
+    # Run 12: the alarm's re-sample (every post: the sample budget is larger) and audit:
+    # at its rate of moves (32 in 6 runs) the 4 quiet runs would hide 21 changes, so that 4
+    # of the 25 posts would show 3 of them
+    _, report12, _, log12 = await run(server, state, sample="on", since="last", pages="refetch")
+    posts12 = report12["segments"][1]
+    assert posts12["verdict"] == "TRUSTED"
+    assert report12["incremental"]["segments"][POSTS_SEG]["audit_share"] == 0.16
+    assert paths(log12, "/posts/") == sorted(f"/posts/{i}" for i in range(POSTS))
+    assert posts12["evidence"]["n_sampled"] == POSTS  # re-sampled now, not by days
+    assert posts12["cross_run"]["quiet"] == {
+        "runs_without_move": 5,
+        "site_runs_without_move": 5,
+        "alarm": False,  # acted on: once per quiet stretch
+        "expected_missed": 26.67,
+    }
+    # Run 13: still quiet, no second alarm; the audit is back to its floor
+    _, report13, _, log13 = await run(server, state, sample="on", since="last", pages="refetch")
+    assert report13["segments"][1]["cross_run"]["quiet"]["alarm"] is False
+    assert len(paths(log13, "/posts/")) < POSTS

@@ -279,6 +279,8 @@ class CrawlState:
             if self.cluster_moves(segment, centre) == 0:
                 return True  # it stopped on this run
         last = utc(standing.counts.get("sampled_at"))
+        if standing.verdict == "TRUSTED" and standing.counts.get("quiet_alarm"):
+            return True  # a quiet stretch its history makes unlikely (verify.refetch.quiet)
         if standing.verdict != "TRUSTED":
             return last is None or now - last >= self.resample_after
         return last is None or (
@@ -304,7 +306,7 @@ class CrawlState:
         return (
             standing.verdict in ("PROVISIONAL", "OVER_REPORTING")
             or (standing.verdict == "PARTIAL" and bool(counts.get("subset_trusted")))
-            or (standing.verdict == "TZ_SHIFT" and self.shift(segment) is not None)
+            or (standing.verdict == "TZ_SHIFT" and self.standings.shift(segment) is not None)
         )
 
     def cluster_moves(self, segment: str, centre: Any) -> int | None:
@@ -388,14 +390,6 @@ class CrawlState:
         for url, segment, reason in cursor:
             if url not in exclude:
                 yield url, segment, reason
-
-    def shift(self, segment: str) -> float | None:
-        """:meth:`SegmentStandings.shift`."""
-        return self.standings.shift(segment)
-
-    def utc_offset(self, segment: str) -> float | None:
-        """:meth:`SegmentStandings.utc_offset`."""
-        return self.standings.utc_offset(segment)
 
     # -- pages, sitemaps and verdicts (the run's parts) ---------------------------------------
 

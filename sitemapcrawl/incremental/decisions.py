@@ -15,6 +15,7 @@ from sitemapcrawl.verify.refetch.decide import (
     uses_lastmod,
 )
 from sitemapcrawl.verify.refetch.policy import Decision
+from sitemapcrawl.verify.refetch.quiet import quiet_audit_size
 from sitemapcrawl.verify.refetch.rates import change_probability, change_rate, rate_history
 
 if TYPE_CHECKING:
@@ -180,6 +181,10 @@ class RefetchDecisions:
                     runs=max(int(counts.get("runs", 0)) - 1, 1),
                     pool=self._standings.standing_pool(segment),
                 )
+                if counts.get("quiet_alarm"):  # one audit sized to see the missed changes
+                    known = max(self._run.store.segment_size(self._run.origin, segment), 1)
+                    size = quiet_audit_size(known, float(counts.get("quiet_missed") or 0.0))
+                    share = max(share, min(1.0, size / known))
             elif self._first_audit and audits(counts) < 1:
                 known = self._run.store.segment_size(self._run.origin, segment)
                 share = min(1.0, self._first_audit / max(known, 1))

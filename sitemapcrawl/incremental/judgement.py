@@ -18,6 +18,7 @@ from sitemapcrawl.incremental.store import SegmentState
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.crossrun import DECAY, CrossRun, combine, generation_refuted
 from sitemapcrawl.verify.refetch.moves import reports_within
+from sitemapcrawl.verify.refetch.quiet import QuietStretch
 from sitemapcrawl.verify.refetch.rates import page_dates_verified
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ class SegmentJudgement:
         self.late: dict[str, tuple[int, int]] = {}
         #: this run's L2 counts per segment, all updated at the first verdict (pooling)
         self._l2_now: dict[str, CrossRun] | None = None
+        self._moves: dict[str, int] | None = None
 
     def judge(
         self, segment: str, static_name: str, static_reason: str, evidence: dict[str, Any]
@@ -112,6 +114,7 @@ class SegmentJudgement:
             l2.extra["unsampled_runs"] = int(standing.counts["unsampled_runs"]) + 1
         l2.extra["cluster_centre"] = centre
         l2.extra["cluster_moves"] = moves
+        quiet = self._quiet(segment, standing, l2)
         name, reason, extra = combine(
             static_name,
             static_reason,
@@ -131,10 +134,65 @@ class SegmentJudgement:
         new = SegmentState(segment, name, since_run, l2.as_dict())
         run.store.save_segment(run.origin, run.run_id, new, reason, {**evidence, **extra})
         extra = {**extra, "verdict_since_run": since_run, "cluster_moves": moves, **signals}
+        if quiet:
+            extra["quiet"] = quiet
         late, waiting = self.late.get(segment, (0, 0))[0], standings.by_segment[segment].lag_pending
         if late or waiting:
             extra["late_reports"] = {"settled": late, "waiting": waiting}
         return name, reason, extra
+
+    def _run_moves(self) -> dict[str, int]:
+        """Lastmod moves per segment on this run, of the segments it decided on (an
+        incremental run: a run without ``since`` makes no decision and moves nothing)."""
+        if self._moves is None:
+            self._moves = {
+                name: seg.decisions["lastmod_changed"] + seg.decisions["lastmod_late"]
+                for name, seg in self._standings.by_segment.items()
+                if seg.decisions
+            }
+        return self._moves
+
+    def _quiet(
+        self, segment: str, standing: SegmentState | None, l2: CrossRun
+    ) -> dict[str, Any] | None:
+        """The quiet-stretch detector (``verify.refetch.quiet``) after this run, kept in
+        the segment's counts, for the segment and for its site's TRUSTED segments together;
+        an alarm (once per quiet stretch) makes the next run re-sample the segment and audit
+        it (``CrawlState.sample_due``, ``RefetchDecisions``). Returns what the report says
+        of it, if anything."""
+        moves = self._run_moves()
+        if standing is None or segment not in moves:
+            return None
+        standings, counts = self._standings, standing.counts
+        site = standings.site_of(segment)
+        site_moves = sum(
+            moved
+            for name, moved in moves.items()
+            if standings.site_of(name) == site
+            and (other := standings.segments.get(name)) is not None
+            and other.verdict == "TRUSTED"
+        )
+        own = QuietStretch.from_counts(counts.get("quiet")).after(moves[segment])
+        pooled = QuietStretch.from_counts(counts.get("site_quiet")).after(site_moves)
+        # the alarm this run started with was acted on; a move ends the stretch
+        acted = bool(counts.get("quiet_alarm") or counts.get("quiet_acted"))
+        acted = acted and bool(own.stretch or pooled.stretch)
+        alarm = (own.alarm() or pooled.alarm()) and not acted
+        l2.extra.update(
+            quiet=own.as_counts(),
+            site_quiet=pooled.as_counts(),
+            quiet_acted=acted,
+            quiet_alarm=alarm,
+            quiet_missed=round(own.expected_missed(), 3),
+        )
+        if not (alarm or own.stretch):
+            return None
+        return {
+            "runs_without_move": own.stretch,
+            "site_runs_without_move": pooled.stretch,
+            "alarm": alarm,
+            "expected_missed": round(own.expected_missed(), 2),
+        }
 
     def _keep_signals(
         self,

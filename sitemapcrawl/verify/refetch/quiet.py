@@ -1,0 +1,106 @@
+"""Refetch decisions: a sitemap that stops reporting (the quiet-stretch detector).
+
+A TRUSTED segment's lastmod is followed, and audits check the pages whose lastmod stands
+still; but a sitemap that stops being regenerated (a frozen export, a broken build step)
+keeps every lastmod still while pages change, and on a site whose pages carry no date
+nothing else shows it: bench/realweb's WordPress export stayed TRUSTED 12 runs after its
+sitemap froze. What does show is the quiet itself: runs in a row without a single lastmod
+move, which the segment's own history makes unlikely.
+
+Per segment, and pooled over its site's TRUSTED segments: the runs before the current
+quiet stretch, how many of them had no move (their share's one-sided 95 % Wilson upper
+bound is q: runs, not moves, so that a release of 20 pages in one run does not make quiet
+look rare), and the stretch's length r. The alarm sounds when q^r < ``QUIET_P`` (1 %), with
+at least ``QUIET_HISTORY`` runs of history. Replayed on bench/realweb's truth
+(``bench/realweb/whatif.py --quiet``): no alarm on the real history of any honest segment,
+an alarm 3 runs after a freeze for each site's TRUSTED segments together. On an alarm, the
+segment's re-sample is due at once and one audit sized to find the missed changes is
+ordered, once per quiet stretch (:func:`quiet_audit_size`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from sitemapcrawl.verify.intervals import wilson
+
+__all__ = ["QUIET_HISTORY", "QUIET_P", "QuietStretch", "quiet_audit_size"]
+
+#: The alarm: a quiet stretch that the history gives less than this probability.
+QUIET_P = 0.01
+#: Runs of history before the first alarm.
+QUIET_HISTORY = 5
+#: One-sided 95 %.
+_Z = 1.645
+#: Misses an alarm's audit aims to see (``crossrun.STALE_MISSES``).
+_MISSES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class QuietStretch:
+    """A segment's (or a site's) record of runs with and without lastmod moves.
+
+    ``runs``: runs before the current stretch; ``quiet``: of them, runs without a move;
+    ``stretch``: runs without a move since the last one; ``moves``: lastmod moves over the
+    ``runs`` (for sizing an audit).
+
+    >>> q = QuietStretch()
+    >>> for moved in [2, 1, 1, 3, 1, 2, 1, 1, 1, 2]:  # ten runs, each with a move
+    ...     q = q.after(moved)
+    >>> q.after(0).after(0).alarm(), q.after(0).after(0).after(0).alarm()
+    (False, True)
+    >>> q.after(0).after(0).after(0).after(4)
+    QuietStretch(runs=14, quiet=3, stretch=0, moves=19)
+    >>> round(q.after(0).after(0).after(0).expected_missed(), 1)
+    4.5
+    """
+
+    runs: int = 0
+    quiet: int = 0
+    stretch: int = 0
+    moves: int = 0
+
+    @classmethod
+    def from_counts(cls, value: Any) -> QuietStretch:
+        """From a segment's stored counts (``as_counts``); a fresh one when absent."""
+        if isinstance(value, list) and len(value) == 4:
+            return cls(*(int(v) for v in value))
+        return cls()
+
+    def as_counts(self) -> list[int]:
+        return [self.runs, self.quiet, self.stretch, self.moves]
+
+    def after(self, moved: int) -> QuietStretch:
+        """The record after one more run with ``moved`` lastmod moves."""
+        if moved <= 0:
+            return QuietStretch(self.runs, self.quiet, self.stretch + 1, self.moves)
+        return QuietStretch(
+            self.runs + self.stretch + 1, self.quiet + self.stretch, 0, self.moves + moved
+        )
+
+    def alarm(self) -> bool:
+        """Whether the current quiet stretch is one the history makes unlikely."""
+        if not self.stretch or self.runs < QUIET_HISTORY:
+            return False
+        upper = wilson(self.quiet, self.runs, z=_Z)[1]
+        return bool(upper**self.stretch < QUIET_P)
+
+    def expected_missed(self) -> float:
+        """Changes the stretch would have reported at the history's rate of moves."""
+        return self.moves / self.runs * self.stretch if self.runs else 0.0
+
+
+def quiet_audit_size(urls: int, expected_missed: float) -> int:
+    """Pages an alarm's audit fetches: enough that ``_MISSES`` stale pages are expected
+    among them if ``expected_missed`` of the ``urls`` went unreported (all, at worst).
+
+    >>> quiet_audit_size(274, 12.0), quiet_audit_size(274, 0.5), quiet_audit_size(40, 30.0)
+    (69, 274, 4)
+    """
+    if urls <= 0:
+        return 0
+    if expected_missed <= _MISSES:
+        return urls
+    return min(urls, math.ceil(_MISSES * urls / expected_missed))
