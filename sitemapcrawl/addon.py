@@ -120,7 +120,7 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_INCREMENTAL_MAX_AGE_TRUSTED_DAYS": 365.0,  # … in a TRUSTED segment
     "SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED": 0.03,  # audit share of unchanged URLs
     "SITEMAPCRAWL_INCREMENTAL_AUDIT_PROVISIONAL": 0.08,
-    "SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN": 5,  # audited URLs per TRUSTED segment and run
+    "SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN": 1,  # audited URLs per TRUSTED segment and run
     "SITEMAPCRAWL_INCREMENTAL_PROBE_MIN": 0,  # random pages per untrusted segment and run (0: none)
     "SITEMAPCRAWL_INCREMENTAL_WAVE_ALPHA": 0.01,  # a wave: P(the changes | the rates) <= this
     "SITEMAPCRAWL_INCREMENTAL_WAVE_MAX": 1000,  # pages a wave refetches per segment and run

@@ -197,8 +197,8 @@ async def test_a_pooled_segment_audits_at_its_sites_need(
     change too rarely to have a need of their own (no change seen: alone they would audit
     every unchanged URL, the cap, lifted here to all of them); trusted on the site's pool,
     they audit at the pool's need, which the audits of the last runs already cover: the
-    floor, 5 of their 20 URLs. The posts' own need is covered too: 5 of their 15 or so
-    unchanged URLs a run."""
+    floor, 1 of their 20 URLs (``SITEMAPCRAWL_INCREMENTAL_AUDIT_MIN``). The posts' own need
+    is covered too: 1 of their 15 or so unchanged URLs a run."""
     built, server = docs_site
     state = tmp_path / "state.sqlite"
     every_run = {
@@ -221,4 +221,4 @@ async def test_a_pooled_segment_audits_at_its_sites_need(
         name: part.get("audit_share") for name, part in report["incremental"]["segments"].items()
     }
     # the pages are not trusted: no audit share
-    assert shares == {DOCS_SEG: 0.25, POSTS_SEG: 0.3323, PAGES_SEG: None}
+    assert shares == {DOCS_SEG: 0.05, POSTS_SEG: 0.0665, PAGES_SEG: None}
