@@ -230,31 +230,36 @@ async def test_one_spelling_of_the_host_is_emitted_and_requested(tmp_path: Path)
 
 
 @deferred_f_from_coro_f
-async def test_a_page_on_a_host_that_does_not_resolve_is_a_warning_and_an_outcome(
+async def test_a_page_on_a_host_that_refuses_connections_is_a_warning_and_an_outcome(
     tmp_path: Path,
 ) -> None:
-    """A listed page whose host has no address (scope off): its robots.txt and the page
-    each fail once, each a WARNING without a traceback and a count; no ERROR."""
+    """A listed page on a loopback port nothing listens on (scope off): its robots.txt and
+    the page each fail once, each a WARNING without a traceback and a count; no ERROR. (A
+    name that does not resolve takes the same path; a loopback port keeps the test from
+    asking any DNS server.)"""
     from tests.mockserver import MockServer
     from tests.utils.crawl import crawl_with_report
 
+    with socket.socket() as probe:  # a port that was free a moment ago: refused now
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
     (tmp_path / "robots.txt").write_text("Sitemap: {base}/sitemap.xml\n")
     (tmp_path / "sitemap.xml").write_text(
         '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-        "<url><loc>http://nothere.invalid/a</loc></url><url><loc>{base}/b</loc></url></urlset>"
+        f"<url><loc>{closed}/a</loc></url><url><loc>{{base}}/b</loc></url></urlset>"
     )
     (tmp_path / "b").write_text("<html><body><main><p>b</p></main></body></html>")
     with MockServer(root=tmp_path) as server:
         items, report, crawler = await crawl_with_report(
-            origin=server.base, sample="on", links="off", scope="off"
+            settings={"RETRY_TIMES": 1}, origin=server.base, sample="on", links="off", scope="off"
         )
     assert crawler.stats is not None
     stats = crawler.stats.get_stats()
-    assert [i["url"] for i in items] == ["http://nothere.invalid/a", f"{server.base}/b"]
+    assert [i["url"] for i in items] == [f"{closed}/a", f"{server.base}/b"]
     assert stats.get("log_count/ERROR") is None
     assert stats["log_count/WARNING"] == 2  # the robots.txt, the page
     assert stats["sitemapcrawl/robots/fetch_failed_count"] == 1
     assert stats["sitemapcrawl/sample/outcome_count/FETCH_FAILED"] == 1
     assert report is not None
     outcomes = sorted(s["outcome"] for seg in report["segments"] for s in seg["samples"])
-    assert outcomes == ["FETCH_FAILED:CannotResolveHostError", "NO_LASTMOD"]
+    assert outcomes == ["FETCH_FAILED:DownloadConnectionRefusedError", "NO_LASTMOD"]
