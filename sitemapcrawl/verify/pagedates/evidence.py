@@ -8,13 +8,13 @@ content fingerprint (:mod:`sitemapcrawl.verify.fingerprint`).
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from sitemapcrawl.sitemaps.dates import parse_feed_date
 from sitemapcrawl.verify.fingerprint import EMPTY_FINGERPRINT, fingerprint_tree
+from sitemapcrawl.verify.intervals import _utc
 from sitemapcrawl.verify.pagedates.declared import (
     DateEvidence,
     PageEvidence,
@@ -41,6 +41,7 @@ from sitemapcrawl.verify.pagedates.structured import (
 from sitemapcrawl.verify.pagehtml import MAX_HTML_BYTES, _decode, _looks_like_html, _tree, html5
 
 if TYPE_CHECKING:
+    import datetime as dt
     from collections.abc import Mapping
 
 __all__ = [
@@ -137,12 +138,6 @@ def _read_html(
         return EMPTY_FINGERPRINT
     _extract_dates(root, data, url, found, past)
     return fingerprint_tree(root)
-
-
-def _utc(value: dt.datetime) -> dt.datetime:
-    if value.tzinfo is None or value.utcoffset() is None:
-        return value.replace(tzinfo=dt.UTC)
-    return value.astimezone(dt.UTC)
 
 
 def _extract_dates(
