@@ -70,6 +70,8 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_MAX_LOC_LENGTH": 2048,
     # bytes of robots.txt read (RFC 9309: at least 500 KiB); its Sitemap lines up to there
     "SITEMAPCRAWL_ROBOTS_MAX_SIZE": 500 * 1024,
+    # bytes of a non-2xx body read (any request: sitemap, robots.txt, page); 0: no cap
+    "SITEMAPCRAWL_ERROR_BODY_MAXSIZE": 64 * 1024,
     # A sitemap download still running after this share of its download_timeout is stopped
     # and what arrived is parsed (a server dripping bytes would otherwise cost everything).
     "SITEMAPCRAWL_READ_DEADLINE": 0.8,
@@ -155,6 +157,7 @@ def _splits_feeds(settings: BaseSettings) -> bool:
 _STOCK_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 _STOCK_COMPRESSION = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
 _STOCK_RETRY = "scrapy.downloadermiddlewares.retry.RetryMiddleware"
+_STATUS_HANDLER = "sitemapcrawl.downloadhandlers.StatusHTTP11DownloadHandler"
 
 
 class SitemapCrawlAddon:
@@ -220,22 +223,38 @@ class SitemapCrawlAddon:
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", SitemapRedirectMiddleware, 951
         )
-        # Scrapy's robots.txt middleware lets concurrent waiters through (see robotstxt.py):
-        # ours takes its place, unless a project disabled it on purpose.
-        middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
-        if middlewares.get(_STOCK_ROBOTS, 0) is not None:
-            middlewares[_STOCK_ROBOTS] = None
-            middlewares.setdefault(SitemapRobotsTxtMiddleware, 100)
-        # robots.txt and sitemaps get a deadline and Retry-After (retry.py); pages as before.
-        if middlewares.get(_STOCK_RETRY, 0) is not None:
-            middlewares[_STOCK_RETRY] = None
-            middlewares.setdefault(SitemapRetryMiddleware, 550)
-        # Sitemap bodies stay encoded for the core's streaming decoder (httpcompression.py).
-        if middlewares.get(_STOCK_COMPRESSION, 0) is not None:
-            middlewares[_STOCK_COMPRESSION] = None
-            middlewares.setdefault(SitemapHttpCompressionMiddleware, 590)
-        settings.set(
-            "DOWNLOADER_MIDDLEWARES",
-            middlewares,
-            priority=settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0,
-        )
+        _replace_downloader_parts(settings)
+
+
+def _replace_downloader_parts(settings: BaseSettings) -> None:
+    """Scrapy's robots.txt, retry and compression middlewares and its HTTP handler give way
+    to sitemapcrawl's, unless a project disabled or chose them on purpose."""
+    # Scrapy's robots.txt middleware lets concurrent waiters through (see robotstxt.py):
+    # ours takes its place, unless a project disabled it on purpose.
+    middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    if middlewares.get(_STOCK_ROBOTS, 0) is not None:
+        middlewares[_STOCK_ROBOTS] = None
+        middlewares.setdefault(SitemapRobotsTxtMiddleware, 100)
+    # robots.txt and sitemaps get a deadline and Retry-After (retry.py); pages as before.
+    if middlewares.get(_STOCK_RETRY, 0) is not None:
+        middlewares[_STOCK_RETRY] = None
+        middlewares.setdefault(SitemapRetryMiddleware, 550)
+    # Sitemap bodies stay encoded for the core's streaming decoder (httpcompression.py).
+    if middlewares.get(_STOCK_COMPRESSION, 0) is not None:
+        middlewares[_STOCK_COMPRESSION] = None
+        middlewares.setdefault(SitemapHttpCompressionMiddleware, 590)
+    settings.set(
+        "DOWNLOADER_MIDDLEWARES",
+        middlewares,
+        priority=settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0,
+    )
+    # The status before the body (downloadhandlers.py): error bodies stop at a small
+    # cap. A project that chose its own HTTP handler keeps it.
+    handlers = settings.getdict("DOWNLOAD_HANDLERS")
+    for scheme in ("http", "https"):
+        handlers.setdefault(scheme, _STATUS_HANDLER)
+    settings.set(
+        "DOWNLOAD_HANDLERS",
+        handlers,
+        priority=settings.getpriority("DOWNLOAD_HANDLERS") or 0,
+    )

@@ -18,6 +18,7 @@ __all__ = [
     "SAMPLE",
     "SITEMAP",
     "STARTED",
+    "STATUS",
     "STOPPED",
 ]
 
@@ -56,5 +57,8 @@ SAMPLE = "sitemapcrawl_sample"
 REFETCH = "sitemapcrawl_refetch"
 #: A page request of the link follower: its depth in clicks.
 LINK = "sitemapcrawl_link"
+#: The response's HTTP status, written when its headers arrive (before its body), by
+#: ``sitemapcrawl.downloadhandlers``: a non-2xx body is read no further than a small cap.
+STATUS = "sitemapcrawl_status"
 #: A request that stays in the worker that made it (distributed mode: the site report's).
 LOCAL = "sitemapcrawl_local"

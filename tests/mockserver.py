@@ -27,7 +27,8 @@ and ``ETag`` and answer ``If-None-Match`` / ``If-Modified-Since`` with 304.
 Special endpoints (``PATH`` is a file under ROOT, placeholders already substituted):
 
 =====================================================  =====================================
-``/_/requests``                                        JSON request log (not itself logged)
+``/_/requests``                                        JSON request log (not itself logged;
+                                                       a streamed body's entry has ``sent``)
 ``/_/requests/reset``                                  clear the request log
 ``/_/clock/SECONDS``                                   from now on, ``Date`` is the real
                                                        clock + SECONDS (may be negative):
@@ -47,8 +48,8 @@ Special endpoints (``PATH`` is a file under ROOT, placeholders already substitut
 ``/_/drip/BYTES_PER_SEC/PATH``                         headers, then a chunk each second
 ``/_/reset/PATH``                                      full Content-Length, half the body, RST
 ``/_/truncate/NBYTES/PATH``                            first NBYTES only, matching length
-``/_/endless[?html=1&status=CODE]``                     endless chunked urlset (1 GiB cap), or
-                                                       an endless HTML page with that status
+``/_/endless[?html=1][&status=CODE]``                   endless chunked urlset (1 GiB cap), or
+                                                       an endless HTML page; with that status
 ``/_/headers/PATH?Name=Value&...``                     add/override (empty value: remove)
 ``/_/calendar/YEAR/MONTH``                             an endless HTML calendar: links to the
                                                        next and previous month and 31 day
@@ -422,9 +423,10 @@ class MockRequestHandler(BaseHTTPRequestHandler):
         headers: dict[str, str] = {}
         for name, value in self.headers.items():
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        self.server.record(
-            {"method": method, "path": target, "headers": headers, "time": time.time()}
-        )
+        self._entry: dict[str, Any] = {
+            "method": method, "path": target, "headers": headers, "time": time.time()
+        }  # fmt: skip
+        self.server.record(self._entry)
         try:
             self._dispatch(raw_path, query)
         except HTTPError as exc:
@@ -559,13 +561,18 @@ class MockRequestHandler(BaseHTTPRequestHandler):
         self._send_head(status, [*headers, framing])
         if self._head:
             return
-        for chunk in chunks:
-            if not chunk:
-                continue
-            if chunked:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            else:
-                self.wfile.write(chunk)
+        sent = 0
+        try:
+            for chunk in chunks:
+                if not chunk:
+                    continue
+                if chunked:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                else:
+                    self.wfile.write(chunk)
+                sent += len(chunk)
+        finally:
+            self._entry["sent"] = sent  # body bytes written (a client that stops reads less)
         if chunked:
             self.wfile.write(b"0\r\n\r\n")
         else:
@@ -766,8 +773,8 @@ class MockRequestHandler(BaseHTTPRequestHandler):
     def _ep_endless(self, rest: list[str], query: str) -> None:
         base = self.server.base
         params = self._params(query)
+        status = self._status_code(params.get("status", "200"))
         if params.get("html"):  # an error page that never ends: ?html=1&status=404
-            status = self._status_code(params.get("status", "200"))
 
             def page() -> Iterator[bytes]:
                 yield b"<!DOCTYPE html><html><head><title>Not found</title></head><body>\n"
@@ -793,7 +800,7 @@ class MockRequestHandler(BaseHTTPRequestHandler):
                 yield batch
             yield URLSET_TAIL
 
-        self._stream(200, [("Content-Type", "application/xml")], chunks())
+        self._stream(status, [("Content-Type", "application/xml")], chunks())
         self.close_connection = True
 
     def _ep_headers(self, rest: list[str], query: str) -> None:

@@ -6,10 +6,17 @@ body whole. Sitemap requests (meta ``sitemapcrawl_sitemap``) therefore carry no 
 this extension stops their download at ``SITEMAPCRAWL_MAX_DOWNLOAD_SIZE`` bytes, or after
 ``SITEMAPCRAWL_READ_DEADLINE`` of ``download_timeout`` past its headers (a server dripping
 bytes), and the spider parses what came (meta ``sitemapcrawl_stopped`` says why).
+
+Every request's non-2xx body (a sitemap's, robots.txt's, a sampled or followed page's) is
+read no further than ``SITEMAPCRAWL_ERROR_BODY_MAXSIZE`` (64 KiB: enough to log what it
+was): a failing server costs that much per request, not 50 MB. The status is known before
+the body from ``sitemapcrawl.downloadhandlers`` (meta ``sitemapcrawl_status``); with
+another download handler, error bodies are read like any other.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +32,11 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 __all__ = ["HTML_MAX_SIZE", "SitemapDownloadExtension", "looks_like_html"]
+
+logger = logging.getLogger(__name__)
+
+#: Stats of error bodies stopped at their cap (every one) and of them per status.
+ERROR_BODY_STAT = "sitemapcrawl/download/error_body_stopped_count"
 
 #: An HTML body (an error page, a soft 404) is read no further than this.
 HTML_MAX_SIZE = 1024 * 1024
@@ -46,10 +58,12 @@ class SitemapDownloadExtension:
     """Stop sitemap downloads at the size cap or the read deadline, keeping what arrived.
 
     Settings: ``SITEMAPCRAWL_MAX_DOWNLOAD_SIZE`` (bytes; 0: no cap),
+    ``SITEMAPCRAWL_ERROR_BODY_MAXSIZE`` (bytes of a non-2xx body; 0: no cap),
     ``SITEMAPCRAWL_READ_DEADLINE`` (share of ``DOWNLOAD_TIMEOUT``, or the request's
     ``download_timeout``). Meta read: ``sitemapcrawl_sitemap``, ``download_timeout``;
     written: ``sitemapcrawl_received``, ``sitemapcrawl_expected``,
-    ``sitemapcrawl_headers_at``, ``sitemapcrawl_stopped`` (``too_large``, ``too_slow``).
+    ``sitemapcrawl_headers_at``, ``sitemapcrawl_stopped`` (``too_large``, ``too_slow``,
+    ``html``, ``error_body``).
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -58,6 +72,9 @@ class SitemapDownloadExtension:
         self._robots_maxsize = settings.getint("SITEMAPCRAWL_ROBOTS_MAX_SIZE")
         self._timeout = settings.getfloat("DOWNLOAD_TIMEOUT")
         self._deadline = settings.getfloat("SITEMAPCRAWL_READ_DEADLINE")
+        self._error_maxsize = settings.getint("SITEMAPCRAWL_ERROR_BODY_MAXSIZE")
+        self._stats = crawler.stats
+        self._error_logged = False
         crawler.signals.connect(self._on_headers, signal=signals.headers_received)
         crawler.signals.connect(self._on_bytes, signal=signals.bytes_received)
 
@@ -75,6 +92,10 @@ class SitemapDownloadExtension:
             request.meta[meta.HEADERS_AT] = time.monotonic()
 
     def _on_bytes(self, data: bytes, request: Request, spider: Any = None) -> None:
+        status = request.meta.get(meta.STATUS)
+        if status is not None and not 200 <= status < 300 and self._error_maxsize > 0:
+            self._error_body(data, request, status)
+            return
         page_cap = request.meta.get(meta.PAGE_CAP)
         if page_cap:  # a page fetched for its dates: what its head holds is enough
             received = request.meta.get(meta.RECEIVED, 0) + len(data)
@@ -118,4 +139,25 @@ class SitemapDownloadExtension:
         ):
             return
         request.meta[meta.STOPPED] = "too_slow"
+        raise StopDownload(fail=False)
+
+    def _error_body(self, data: bytes, request: Request, status: int) -> None:
+        """A non-2xx body: stop it at the error-body cap, keeping what arrived."""
+        received = request.meta.get(meta.RECEIVED, 0) + len(data)
+        request.meta[meta.RECEIVED] = received
+        if received < self._error_maxsize:
+            return
+        request.meta[meta.STOPPED] = "error_body"
+        if self._stats is not None:
+            self._stats.inc_value(ERROR_BODY_STAT)
+            self._stats.inc_value(f"{ERROR_BODY_STAT}/{status}")
+        if not self._error_logged:
+            self._error_logged = True
+            logger.warning(
+                "Stopped reading the HTTP %(status)d body of %(url)s at %(cap)d bytes "
+                "(SITEMAPCRAWL_ERROR_BODY_MAXSIZE); further error bodies are stopped "
+                "silently and counted in %(stat)s",
+                {"status": status, "url": request.url, "cap": self._error_maxsize,
+                 "stat": ERROR_BODY_STAT},
+            )  # fmt: skip
         raise StopDownload(fail=False)
