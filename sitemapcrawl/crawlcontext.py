@@ -17,6 +17,7 @@ report.
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -29,7 +30,6 @@ from sitemapcrawl.verify.dispersion import SegmentL0, SegmentL0Accumulator
 from sitemapcrawl.verify.sampling import SegmentSampler
 
 if TYPE_CHECKING:
-    from collections import Counter
     from collections.abc import Callable, Iterable
 
     from scrapy.crawler import Crawler
@@ -84,6 +84,26 @@ class SegmentRecord:
             )
         return self.l0_result
 
+    def update(self, other: SegmentRecord) -> None:
+        """Take in what another worker recorded of this segment during discovery (its
+        sitemap files, lastmods, sampler): distributed mode's one report per site."""
+        self.accumulator = SegmentL0Accumulator.merged([self.accumulator, other.accumulator])
+        if other.sampler is not None:
+            if self.sampler is None:
+                self.sampler = other.sampler
+            else:
+                self.sampler.update(other.sampler)
+        self.urls += other.urls
+        self.news = self.news or other.news
+        if self.t_ref is None or (other.t_ref is not None and other.t_ref < self.t_ref):
+            self.t_ref, self.clock_skew_seconds = other.t_ref, other.clock_skew_seconds
+        self.sitemap_last_modified = _latest(
+            self.sitemap_last_modified, other.sitemap_last_modified
+        )
+        self.index_lastmod = _latest(self.index_lastmod, other.index_lastmod)
+        self.sitemaps |= other.sitemaps
+        self.l0_result = None
+
     def observe_sitemap(self, response: Response, index_lastmod: str | None) -> None:
         """Record a sitemap file of this segment: the server's "now" and its Last-Modified."""
         if response.url in self.sitemaps:
@@ -111,6 +131,10 @@ class SegmentRecord:
             parsed = parse_feed_date(index_lastmod)
             if parsed is not None and parsed.value is not None:
                 self.index_lastmod = parsed.value
+
+
+def _latest(a: dt.datetime | None, b: dt.datetime | None) -> dt.datetime | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 def _header_date(response: Response, name: bytes) -> dt.datetime | None:
@@ -162,6 +186,11 @@ class CrawlContext:
         self._policies: dict[str, ScopePolicy] = {}
         #: Each site's share of the stats, in a crawl over several sites.
         self.site_shares = SiteStats()
+        #: Distributed mode: the other workers' ``sitemapcrawl/`` stats, taken in by the
+        #: worker that reports (``sitemapcrawl.shares``); the report adds them to its own.
+        self.peer_stats: Counter[str] = Counter()
+        #: Distributed mode: another worker reports for the crawl (this one emits none).
+        self.reported_elsewhere = False
         #: Segments whose name does not start with their site (a child sitemap on another
         #: host names its segment by its URL): segment name -> site root.
         self.segment_sites: dict[str, str] = {}

@@ -23,24 +23,33 @@ them ``SITEMAPCRAWL_REDIS_WAIT`` seconds, then finish without them (logged).
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
+import uuid
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.misc import load_object
 from scrapy_redis import connection, defaults
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
+from twisted.internet.task import LoopingCall
 
 from sitemapcrawl import meta
+from sitemapcrawl.shares import pack, take
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Request
     from scrapy.spiders import Spider
+    from scrapy.statscollectors import StatsCollector
+
+    from sitemapcrawl.crawlcontext import CrawlContext
+    from sitemapcrawl.linkfollow import LinkFollowers
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Scheduler", "SharedProgress", "redis_settings", "requeue"]
+__all__ = ["ReportElection", "Scheduler", "SharedProgress", "redis_settings", "requeue"]
 
 
 def redis_settings(url: str) -> dict[str, Any]:
@@ -135,6 +144,7 @@ class SharedProgress:
         self.wait = wait
         self._last_value: int | None = None
         self._last_change = time.monotonic()
+        self._gave_up = False
 
     def scheduled(self) -> None:
         self.server.incr(self.key)
@@ -154,11 +164,14 @@ class SharedProgress:
         if value <= 0:
             return False
         if now - self._last_change > self.wait:
-            logger.warning(
-                "%(n)d sitemaps are still marked pending by other workers, with no progress "
-                "for %(wait)ds (a worker killed with SIGKILL?): finishing without them",
-                {"n": value, "wait": self.wait},
-            )
+            if not self._gave_up:
+                self._gave_up = True
+                logger.warning(
+                    "%(n)d sitemaps are still marked pending by other workers, with no "
+                    "progress for %(wait)ds (a worker killed with SIGKILL?): finishing "
+                    "without them",
+                    {"n": value, "wait": self.wait},
+                )
             return False
         return True
 
@@ -166,3 +179,133 @@ class SharedProgress:
         """The last worker out deletes the crawl's queue, dupefilter and counter."""
         if self.pending() <= 0:
             self.server.delete(*self.keys)
+
+
+#: How long the election's keys outlive a crawl whose reporter died (seconds).
+_KEYS_TTL = 24 * 3600
+#: The reporter's key expires this long after its last heartbeat (seconds).
+_REPORTER_TTL = 60
+
+
+class ReportElection:
+    """One report for the whole crawl: the workers' discovery shares and their reporter.
+
+    Every worker registers when it opens (``<spider>:sitemapcrawl:workers``). When the
+    crawl's discovery is over (no worker has a sitemap pending), or when it is stopped, a
+    worker publishes its share (``sitemapcrawl.shares``) under ``...:shares``, then tries
+    to become the reporter (``SET ...:reporter NX``). The reporter waits until every
+    registered worker has published (at most ``SITEMAPCRAWL_REDIS_WAIT`` seconds without a
+    new share: a worker killed with SIGKILL publishes nothing), takes the shares in, and
+    samples, follows links and reports alone; the others finish without a report. The
+    reporter keeps its key alive while it runs (a heartbeat; a reporter that died lets it
+    expire, and the next crawl starts clean) and deletes the keys when it finishes.
+    """
+
+    def __init__(self, crawler: Crawler, spider: Spider, wait: float) -> None:
+        self.server = _server(crawler)
+        prefix = f"{spider.name}:sitemapcrawl:"
+        self.workers_key = prefix + "workers"
+        self.shares_key = prefix + "shares"
+        self.reporter_key = prefix + "reporter"
+        self.me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.wait = wait
+        self.published = False
+        #: None until this worker took part in the election
+        self.reporter: bool | None = None
+        self._seen = -1
+        self._last_change = time.monotonic()
+        self._heartbeat: Any = None
+
+    def register(self) -> None:
+        """Join the crawl. Keys left by a crawl whose reporter died are cleared first."""
+        server = self.server
+        published = int(server.hlen(self.shares_key))
+        if (
+            published
+            and not server.exists(self.reporter_key)
+            and int(server.scard(self.workers_key)) <= published
+        ):
+            # every registered worker published and no reporter is alive: left over
+            logger.warning("Clearing the report election of a crawl whose reporter died")
+            server.delete(self.workers_key, self.shares_key)
+        server.sadd(self.workers_key, self.me)
+        server.expire(self.workers_key, _KEYS_TTL)
+
+    def publish(self, share: bytes) -> None:
+        """Publish this worker's share (once)."""
+        if self.published:
+            return
+        self.server.hset(self.shares_key, self.me, share)
+        self.server.expire(self.shares_key, _KEYS_TTL)
+        self.published = True
+
+    def publish_share(
+        self, context: CrawlContext, links: LinkFollowers | None, stats: StatsCollector
+    ) -> None:
+        """Publish this worker's discovery (``sitemapcrawl.shares``), once."""
+        if not self.published:
+            self.publish(pack(context, links, stats))
+
+    def turn(
+        self, context: CrawlContext, links: LinkFollowers, stats: StatsCollector
+    ) -> bool | None:
+        """Discovery is over: publish this worker's share; True when this worker reports
+        (every other worker's share taken into ``context`` and ``links``), False when
+        another does, None while the reporter waits for the others' shares."""
+        self.publish_share(context, links, stats)
+        if not self.elect():
+            context.reported_elsewhere = True
+            return False
+        if not self.all_published():
+            return None
+        for blob in self.shares():
+            context.peer_stats.update(take(context, links, blob))
+        return True
+
+    def elect(self) -> bool:
+        """Whether this worker reports (decided once, after it published)."""
+        if self.reporter is None:
+            won = self.server.set(self.reporter_key, self.me, nx=True, ex=_REPORTER_TTL)
+            self.reporter = bool(won)
+            if self.reporter:
+                self._heartbeat = LoopingCall(self._beat)
+                self._heartbeat.start(_REPORTER_TTL / 4, now=False)
+            logger.info(
+                "%(who)s reports for the crawl",
+                {"who": "This worker" if self.reporter else "Another worker"},
+            )
+        return self.reporter
+
+    def _beat(self) -> None:
+        self.server.set(self.reporter_key, self.me, xx=True, ex=_REPORTER_TTL)
+
+    def all_published(self) -> bool:
+        """Whether every registered worker published (or none did for ``wait`` seconds)."""
+        workers = int(self.server.scard(self.workers_key))
+        published = int(self.server.hlen(self.shares_key))
+        if published >= workers:
+            return True
+        now = time.monotonic()
+        if published != self._seen:
+            self._seen, self._last_change = published, now
+            return False
+        if now - self._last_change > self.wait:
+            logger.warning(
+                "%(n)d of %(workers)d workers published no discovery for %(wait)ds (killed "
+                "with SIGKILL?): the report is made without them",
+                {"n": workers - published, "workers": workers, "wait": self.wait},
+            )
+            return True
+        return False
+
+    def shares(self) -> list[bytes]:
+        """Every other worker's share."""
+        found = self.server.hgetall(self.shares_key)
+        return [blob for who, blob in found.items() if who.decode() != self.me]
+
+    def finish(self) -> None:
+        """The crawl is over for this worker: the reporter deletes the election's keys."""
+        if self._heartbeat is not None and self._heartbeat.running:
+            self._heartbeat.stop()
+        if self.reporter:
+            self.server.delete(self.workers_key, self.shares_key, self.reporter_key)

@@ -182,6 +182,33 @@ class LinkFollower:
             table = self._by_segment[item.segment] = SeenUrls(capacity=16)
         table.add_hash(value)
 
+    def listed_share(self) -> dict[str, Any]:
+        """What the sitemap side noted, for another worker (``sitemapcrawl.shares``)."""
+        return {
+            "listed": self.listed,
+            "by_segment": self._by_segment,
+            "tally": self.tally,
+            "listed_urls": self._listed_urls,
+            "unchecked": self.unchecked,
+        }
+
+    def take_listed(self, share: dict[str, Any]) -> None:
+        """Add what another worker's follower of the same site noted (:meth:`listed_share`)."""
+        self.listed.update(share["listed"])
+        for segment, table in share["by_segment"].items():
+            mine = self._by_segment.get(segment)
+            if mine is None:
+                self._by_segment[segment] = table
+            else:
+                mine.update(table)
+        self.tally.update(share["tally"])
+        for url in share["listed_urls"]:
+            if self.max_pages and len(self._listed_urls) >= self.max_pages:
+                self.unchecked += 1
+            else:
+                self._listed_urls.append(url)
+        self.unchecked += share["unchecked"]
+
     def segment_of(self, url: str) -> str | None:
         """The segment that listed ``url`` (looked up for the few pages fetched only)."""
         key = _key(url)
@@ -469,6 +496,10 @@ class LinkFollowers:
         if found is None:
             found = self._followers[site] = LinkFollower(self._crawler, self.mode)
         return found
+
+    def items(self) -> list[tuple[str, LinkFollower]]:
+        """Every follower made so far, by site."""
+        return list(self._followers.items())
 
     def get(self, site: str) -> LinkFollower | None:
         """``site``'s follower when it follows links."""

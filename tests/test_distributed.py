@@ -10,9 +10,13 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import pytest
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from tests.mockserver import MockServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,6 +94,10 @@ def test_a_stopped_worker_hands_its_sitemaps_back(
     a, b = urls(tmp_path / "a.jsonl"), urls(tmp_path / "b.jsonl")
     assert sorted(a + b) == expected(mockserver)
     assert len(a) < 200
+    # the stopped worker published what it read: the other's report covers every URL
+    assert reports(tmp_path / "a.jsonl") == []
+    (report,) = reports(tmp_path / "b.jsonl")
+    assert report["urls"]["found"] == 200  # type: ignore[index]
 
 
 def test_the_last_worker_cleans_up(mockserver: MockServer, redis_url: str, tmp_path: Path) -> None:
@@ -105,23 +113,127 @@ def reports(path: Path) -> list[dict[str, object]]:
     return [row for row in rows if "url" not in row]
 
 
-def test_each_worker_emits_its_own_report(
-    mockserver: MockServer, redis_url: str, tmp_path: Path
+#: One site for the report tests: six child sitemaps (each answers after a second, so both
+#: workers read some), three whose lastmods are the pages' own dates and three stamped
+#: with one build time over pages dated otherwise.
+REPORT_CHILDREN = 6
+
+
+@pytest.fixture(scope="module")
+def report_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MockServer]:
+    from tests.mockserver import MockServer
+
+    root = tmp_path_factory.mktemp("distributed-report")
+    children = []
+    for c in range(REPORT_CHILDREN):
+        entries = []
+        for i in range(20):
+            day = f"2026-{1 + (c * 20 + i) % 11:02d}-{1 + i % 27:02d}"
+            page_date = f"{day}T08:00:00Z"
+            lastmod = page_date if c < 3 else "2026-11-30T10:00:00Z"
+            entries.append(
+                f"<url><loc>{{base}}/p/{c}/{i}.html</loc><lastmod>{lastmod}</lastmod></url>"
+            )
+            page = root / "p" / str(c) / f"{i}.html"
+            page.parent.mkdir(parents=True, exist_ok=True)
+            page.write_text(
+                "<!DOCTYPE html><html><head><title>p</title>"
+                '<script type="application/ld+json">{"@context": "https://schema.org", '
+                f'"@type": "Article", "dateModified": "{page_date}"}}</script></head>'
+                f"<body><main><h1>Page {c}/{i}</h1><p>Text of page {c}/{i}.</p>"
+                f'<a href="/p/{c}/{(i + 1) % 20}.html">next</a></main></body></html>',
+                encoding="utf-8",
+            )
+        (root / f"c{c}.xml").write_text(
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            + "".join(entries)
+            + "</urlset>",
+            encoding="utf-8",
+        )
+        children.append(f"<sitemap><loc>{{base}}/_/slow/1/c{c}.xml</loc></sitemap>")
+    (root / "index.xml").write_text(
+        '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(children)
+        + "</sitemapindex>",
+        encoding="utf-8",
+    )
+    (root / "index.html").write_text(
+        '<html><body><a href="/p/0/0.html">first</a><a href="/about.html">about</a></body></html>',
+        encoding="utf-8",
+    )
+    (root / "about.html").write_text("<html><body><p>about</p></body></html>", encoding="utf-8")
+    with MockServer(root=root) as server:
+        yield server
+
+
+def report_worker(server: MockServer, out: Path, redis_url: str | None) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    shared = ["-s", f"SITEMAPCRAWL_REDIS_URL={redis_url}"] if redis_url else []
+    return subprocess.Popen(
+        [
+            sys.executable, "-m", "scrapy", "crawl", "sitemap",
+            "-a", f"sitemap_urls={server.base}/index.xml", "-a", "origin=" + server.base,
+            "-O", str(out), "-s", "SITEMAPCRAWL_STATE_PATH=",
+            *shared,
+            "-s", "CONCURRENT_REQUESTS=1", "-s", "SITEMAPCRAWL_REDIS_WAIT=30",
+            "-s", "REMOTE_CONTROL_ENABLED=False", "-s", "TELNETCONSOLE_ENABLED=False",
+            "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "LOG_LEVEL=INFO",
+        ],
+        cwd=ROOT, env={**env, "SITEMAPCRAWL_REDIS_URL": ""},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def verdicts(report: dict[str, Any]) -> dict[str, tuple[str, str, list[str]]]:
+    """Per segment: its verdict, its reason and the URLs of its sampled pages."""
+    return {
+        s["segment"]: (s["verdict"], s["reason"], sorted(p["url"] for p in s["samples"]))
+        for s in report["segments"]
+    }
+
+
+def test_two_workers_write_one_report_with_a_single_workers_verdicts(
+    report_site: MockServer, redis_url: str, tmp_path: Path
 ) -> None:
-    """The report's request stays in the worker that made it: each worker's feed ends with
-    one report, of the URLs that worker read, and no worker waits for a lost one."""
-    first = worker(mockserver, redis_url, tmp_path / "a.jsonl")
-    time.sleep(1.5)
-    second = worker(mockserver, redis_url, tmp_path / "b.jsonl")
+    """Two workers on one Redis, one site: every URL once in the union of their feeds, one
+    report (the reporter's) over every segment, with the verdicts, reasons and sampled
+    pages of a single worker's crawl; no link-only duplicate from the other worker."""
+    single = report_worker(report_site, tmp_path / "single.jsonl", None)
+    finish(single)
+    alone = rows(tmp_path / "single.jsonl")
+    (alone_report,) = [r for r in alone if "url" not in r]
+
+    first = report_worker(report_site, tmp_path / "a.jsonl", redis_url)
+    time.sleep(1.5)  # the second joins a crawl under way
+    second = report_worker(report_site, tmp_path / "b.jsonl", redis_url)
     logs = [finish(first), finish(second)]
-    for name, log in zip("ab", logs, strict=True):
-        feed = tmp_path / f"{name}.jsonl"
-        (report,) = reports(feed)
-        assert report["urls"]["found"] == len(urls(feed))  # type: ignore[index]
-        assert "could not be built" not in log
-        assert "'scheduler/enqueued/local': 1" in log
-        assert "'scheduler/dequeued/local': 1" in log
-        assert "'finish_reason': 'finished'" in log
+    a, b = rows(tmp_path / "a.jsonl"), rows(tmp_path / "b.jsonl")
+    reports = [r for r in a + b if "url" not in r]
+    items = [r for r in a + b if "url" in r]
+    assert len(reports) == 1  # one report for the crawl
+    (report,) = reports
+    assert [r["url"] for r in a if "url" in r]  # both workers read sitemaps
+    assert [r["url"] for r in b if "url" in r]
+    assert Counter(r["url"] for r in items) == Counter(r["url"] for r in alone if "url" in r)
+    assert max(Counter(r["url"] for r in items).values()) == 1
+    assert report["urls"] == alone_report["urls"]
+    assert report["urls"]["found"] == REPORT_CHILDREN * 20
+    assert verdicts(report) == verdicts(alone_report)
+    assert len({v for v, _, _ in verdicts(report).values()}) >= 2  # not one verdict for all
+    assert report["coverage"] == alone_report["coverage"]
+    assert sum("This worker reports for the crawl" in log for log in logs) == 1
+    assert sum("Another worker reports for the crawl" in log for log in logs) == 1
+    assert all("'finish_reason': 'finished'" in log for log in logs)
+    assert all("log_count/ERROR" not in log for log in logs)
+    import redis
+
+    assert redis.Redis.from_url(redis_url).keys("sitemap:*") == []
 
 
 def test_a_local_request_never_reaches_the_shared_queue(redis_url: str) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from sitemapcrawl.crawlcontext import crawl_context
 from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem, SiteReport
 
 from .collect import SiteTally
@@ -41,6 +42,7 @@ class HtmlReportExtension:
         if not path:
             raise NotConfigured  # no message: Scrapy would log a warning for an option off
         self.path = Path(path)
+        self.context = crawl_context(crawler)
         self.tally = SiteTally()
         self.reports: list[dict[str, Any]] = []
         crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
@@ -73,6 +75,8 @@ class HtmlReportExtension:
         )
 
     def spider_closed(self, reason: str) -> None:
+        if not self.reports and self.context.reported_elsewhere:
+            return  # distributed mode: another worker reports
         if not self.reports:
             logger.warning(
                 "No site report at the end of the crawl (%(reason)s): the HTML report was "

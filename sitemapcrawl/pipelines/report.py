@@ -278,7 +278,7 @@ class SiteReports:
     def write(self) -> None:
         """Write the reports to ``SITEMAPCRAWL_REPORT_PATH`` (a crawl stopped before its
         reports were due gets them built now)."""
-        if self.path is None:
+        if self.path is None or self._context.reported_elsewhere:
             return
         for site in self.sites:
             if site not in self.built:
@@ -343,6 +343,11 @@ class SiteReports:
         """The stats the report of ``site`` is made of: the crawl's, or in a crawl over
         several sites, ``site``'s share of them and the crawl-wide ones."""
         values = self._stats.get_stats()
+        peers = self._context.peer_stats
+        if peers:  # distributed mode: the other workers' discovery too
+            values = dict(values)
+            for key, value in peers.items():
+                values[key] = values.get(key, 0) + value
         if not site:
             return values
         return {

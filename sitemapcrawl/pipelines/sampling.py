@@ -23,6 +23,7 @@ from twisted.python.failure import Failure
 
 from sitemapcrawl import meta
 from sitemapcrawl.crawlcontext import PendingReport, crawl_context
+from sitemapcrawl.distributed import ReportElection
 from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem
 from sitemapcrawl.linkfollow import LinkFollower, LinkFollowers
 from sitemapcrawl.pipelines.pages import PageFetcher
@@ -34,7 +35,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Self
 
+    from scrapy import Spider
     from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
 
     from sitemapcrawl.crawlcontext import SegmentRecord
     from sitemapcrawl.verify.sampling import SampledUrl
@@ -78,6 +81,9 @@ class PageSamplingPipeline:
         self.fetcher = PageFetcher(crawler, self.context)
         #: also tells the spider that a report is due when max_urls stops the crawl
         self.reports = site_reports(crawler)
+        #: distributed mode: the workers' shares and their reporter (set when opened)
+        self.election: ReportElection | None = None
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -218,9 +224,28 @@ class PageSamplingPipeline:
 
     # -- phases ---------------------------------------------------------------------------
 
+    def _stats(self) -> StatsCollector:
+        stats = self.crawler.stats
+        assert stats is not None
+        return stats
+
+    def spider_opened(self, spider: Spider) -> None:
+        settings = self.crawler.settings
+        if settings.get("SITEMAPCRAWL_REDIS_URL"):
+            wait = settings.getfloat("SITEMAPCRAWL_REDIS_WAIT")
+            self.election = ReportElection(self.crawler, spider, wait)
+            self.election.register()
+
     def spider_idle(self) -> None:
         if self.context.discovery_pending:
-            return  # the spider still holds sitemaps back: discovery is not over
+            return  # the spider (or another worker) still reads sitemaps
+        if self.phase == "discovery" and self.election is not None:
+            turn = self.election.turn(self.context, self.links, self._stats())
+            if turn is None:
+                raise DontCloseSpider  # the other workers' shares are on their way
+            if not turn:
+                self.phase = "done"  # another worker samples, follows links, reports
+                return
         if self.phase == "discovery":
             self.phase = "sampling"
             requests = self._plan() if self.sampling else []
@@ -263,7 +288,10 @@ class PageSamplingPipeline:
         started = False
         for site in several or [urljoin(args.origin or args.sitemap_urls[0], "/")]:
             values = self.context.site_stats[site] if several else stats.get_stats()
-            if links.mode == "fallback" and values.get("sitemapcrawl/sitemaps/parsed_count"):
+            parsed = "sitemapcrawl/sitemaps/parsed_count"
+            if links.mode == "fallback" and (
+                values.get(parsed) or (not several and self.context.peer_stats.get(parsed))
+            ):
                 continue
             follower = links.of_site(site if several else "")
             follower.start(site, self.context.scope_policy(site), home=True)
@@ -408,4 +436,8 @@ class PageSamplingPipeline:
         self._report_requested = True
 
     def spider_closed(self) -> None:
+        if self.election is not None:
+            if self.phase == "discovery":  # stopped: the reporter takes in what it read
+                self.election.publish_share(self.context, self.context.links, self._stats())
+            self.election.finish()
         self.reports.write()

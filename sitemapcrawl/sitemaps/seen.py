@@ -88,6 +88,19 @@ class SeenUrls:
             self._grow()
         return True
 
+    def update(self, other: SeenUrls) -> None:
+        """Add every key of ``other`` (another worker's table, by value).
+
+        >>> a, b = SeenUrls(), SeenUrls()
+        >>> _ = a.add("x"), b.add("x"), b.add("y")
+        >>> a.update(b)
+        >>> len(a), "y" in a
+        (2, True)
+        """
+        for value in other._table:
+            if value:
+                self.add_hash(value)
+
     def _grow(self) -> None:
         old = self._table
         size = len(old) * 2

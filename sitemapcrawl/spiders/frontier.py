@@ -95,8 +95,11 @@ class SitemapFrontier:
 
     @property
     def pending(self) -> bool:
-        """Sitemaps are still held back here: discovery is not over even if Scrapy is idle."""
-        return bool(self._waiting)
+        """Sitemaps are still held back here, or (distributed mode) another worker still
+        reads one: discovery is not over even if Scrapy is idle."""
+        if self._waiting:
+            return True
+        return self._shared is not None and not self._closing and self._shared.should_wait()
 
     def admitted(self, url: str) -> bool:
         """Whether a request for ``url`` was taken (sent, held back, or read already)."""

@@ -224,6 +224,15 @@ class CoverageTally:
         self.sections[section] += 1
         self.hosts[origin] += 1
 
+    def update(self, other: CoverageTally) -> None:
+        """Add what another worker's tally of the same site counted."""
+        self.listed += other.listed
+        self.sections.update(other.sections)
+        self.hosts.update(other.hosts)
+        self.duplicates += other.duplicates
+        room = MAX_EXAMPLES - len(self.duplicate_examples)
+        self.duplicate_examples.extend(other.duplicate_examples[: max(0, room)])
+
     def duplicate(self, url: str, sitemap: str) -> None:
         """A URL listed again by ``sitemap`` (the item of its first listing was emitted)."""
         self.duplicates += 1

@@ -117,6 +117,11 @@ class _BottomK:
             self._urls.discard(dropped.url)
             self._urls.add(url)
 
+    def update(self, other: _BottomK) -> None:
+        """Keep the k smallest of both: the same as if ``other``'s URLs had been offered here."""
+        for h, url, lastmod in other.items():
+            self.offer(h, url, lastmod)
+
     def items(self) -> list[tuple[int, str, LastMod | None]]:
         """Entries by increasing ``(hash, url)``."""
         return sorted((-h, neg.url, lm) for h, neg, lm in self._heap)
@@ -210,6 +215,28 @@ class SegmentSampler:
         if value >= self._year_from:
             return "year"
         return "old"
+
+    def update(self, other: SegmentSampler) -> None:
+        """Take in the URLs another worker's sampler of the same segment (same seed) was
+        offered: the sample is the one a single sampler offered both streams would draw
+        (bottom-k by keyed hash), the strata as each side's clock put them.
+
+        >>> now = datetime(2024, 6, 1, tzinfo=UTC)
+        >>> whole, a, b = (SegmentSampler("s", budget=4, panel=2, now=now) for _ in range(3))
+        >>> for i in range(40):
+        ...     url = f"https://example.com/p{i}"
+        ...     whole.offer(url, None)
+        ...     (a if i % 3 else b).offer(url, None)
+        >>> a.update(b)
+        >>> a.sample() == whole.sample(), a.population() == whole.population()
+        (True, True)
+        """
+        if other.seed != self.seed:
+            raise ValueError(f"samplers of different seeds: {self.seed!r}, {other.seed!r}")
+        for name, part in other._strata.items():
+            self._strata[name].update(part)
+            self._population[name] += other._population[name]
+        self._panel.update(other._panel)
 
     def offer(self, url: str, lastmod: LastMod | None) -> None:
         """Consider one URL of the segment (call once per URL)."""
