@@ -6,12 +6,14 @@ state file. Feeds are real JSON Lines files, read back record by record in key o
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from sitemapcrawl.incremental.store import SCHEMA_VERSION, StateStore
 from sitemapcrawl.items import SitemapUrlItem, UrlChange
 from tests.mockserver import MockServer
 from tests.utils.crawl import crawl_with_report, our_stats
@@ -266,7 +268,7 @@ def child_item(base: str, path: str, day: str, child: str, status: str) -> dict[
     """A URL item of an index's child: the child is its segment."""
     return {
         **url_item(base, path, day, child, status),
-        "sitemap_lastmod": "2024-05-01T00:00:00Z" if child == "s3.xml" else "2024-04-01T00:00:00Z",
+        "sitemap_lastmod": None,  # set by the caller: the index's lastmod for the child
         "segment": f"/{child}",
         "depth": 1,
     }
@@ -397,3 +399,37 @@ async def test_bad_emit_argument_stops_the_crawl(
 def test_change_record_keys_are_documented_in_this_order() -> None:
     assert [f.name for f in fields(UrlChange)] == CHANGE_KEYS
     assert URL_KEYS[-3:] == ["refetch", "refetch_reason", "status"]
+
+
+@deferred_f_from_coro_f
+async def test_a_schema_8_file_is_upgraded_and_carries_what_a_limit_left(tmp_path: Path) -> None:
+    """Schema 9 adds the backlog of sitemaps left unread; a schema 8 file keeps its runs
+    and URLs, and its next run is compared with them."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "robots.txt").write_text("Sitemap: {base}/index.xml\n")
+    (site / "index.xml").write_text(index(("s1.xml", "2024-07-01"), ("s2.xml", "2024-06-01")))
+    (site / "s1.xml").write_text(urlset(("/p1", "2024-01-01")))
+    (site / "s2.xml").write_text(urlset(("/p2", "2024-02-01")))
+    state, feed = tmp_path / "state.sqlite", tmp_path / "urls.jsonl"
+    StateStore.open(state, upto=8).close()
+    with sqlite3.connect(state) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 8
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+        assert "sitemap_backlog" not in tables
+    with MockServer(root=site) as server:
+        first, _ = await run(server, state, feed, max_sitemaps="2")
+        second, _ = await run(server, state, feed, max_sitemaps="2")
+    assert first[-1]["state"]["schema"] == SCHEMA_VERSION == 9
+    assert [(r["url"], r["status"]) for r in first[:-1]] == [(f"{server.base}/p1", "new")]
+    assert first[-1]["changes"]["left_sitemaps"] == 1
+    # run 2: s2 (carried) first, then the index: s1 is left and its URL unconfirmed
+    assert [(r["url"], r["status"]) for r in second[:-1]] == [(f"{server.base}/p2", "new")]
+    changes = second[-1]["changes"]
+    assert (changes["unconfirmed_sitemaps"], changes["carried_sitemaps"]) == (
+        {f"{server.base}/s1.xml": 1},
+        1,
+    )
+    with sqlite3.connect(state) as db:
+        backlog = db.execute("SELECT url, position, run_id FROM sitemap_backlog").fetchall()
+    assert backlog == [(f"{server.base}/s1.xml", 0, 2)]
