@@ -88,6 +88,16 @@ def url_item(base: str, path: str, day: str, sitemap: str, status: str) -> dict[
     }
 
 
+def change(base: str, path: str, status: str, day: str, segment: str) -> dict[str, Any]:
+    """A ``UrlChange`` record without its ``last_seen``."""
+    return {
+        "url": f"{base}{path}",
+        "status": status,
+        "lastmod": f"{day}T00:00:00Z",
+        "segment": segment,
+    }
+
+
 def changes_stats(crawler: Crawler) -> dict[str, Any]:
     return {k: v for k, v in our_stats(crawler).items() if k.startswith("sitemapcrawl/changes/")}
 
@@ -172,11 +182,11 @@ async def test_added_moved_changed_removed_and_unconfirmed_across_three_runs(
         url_item(base, "/n", "2024-03-02", "posts.xml", "new"),
     ]
     assert without_clock(second[2:-1]) == [
-        {"url": f"{base}/b", "status": "changed", "lastmod": "2024-01-02T00:00:00Z", "segment": "/"},
-        {"url": f"{base}/c", "status": "removed", "lastmod": "2024-01-03T00:00:00Z", "segment": "/"},
-        {"url": f"{base}/d", "status": "unconfirmed", "lastmod": "2024-02-01T00:00:00Z", "segment": "/"},
-        {"url": f"{base}/e", "status": "unconfirmed", "lastmod": "2024-02-02T00:00:00Z", "segment": "/"},
-    ]  # fmt: skip
+        change(base, "/b", "changed", "2024-01-02", "/"),
+        change(base, "/c", "removed", "2024-01-03", "/"),
+        change(base, "/d", "unconfirmed", "2024-02-01", "/"),
+        change(base, "/e", "unconfirmed", "2024-02-02", "/"),
+    ]
     run1_clock = second[3]["last_seen"]  # /c was last listed by run 1
     assert second[4]["last_seen"] == second[5]["last_seen"] == run1_clock
     changes2 = second[-1]["changes"]
@@ -355,10 +365,7 @@ async def test_sitemaps_left_by_max_sitemaps_are_carried_to_the_next_run(tmp_pat
         **child_item(base, "/q4", "2024-04-02", "s4.xml", "new"),
         "sitemap_lastmod": "2024-04-01T00:00:00Z",
     }
-    assert without_clock(third[1:-1]) == [
-        {"url": f"{base}/p4", "status": "removed", "lastmod": "2024-04-01T00:00:00Z",
-         "segment": "/s4.xml"},
-    ]  # fmt: skip
+    assert without_clock(third[1:-1]) == [change(base, "/p4", "removed", "2024-04-01", "/s4.xml")]
     changes3 = dict(third[-1]["changes"])
     changes3.pop("removed_urls")
     assert changes3 == {
@@ -373,6 +380,17 @@ async def test_sitemaps_left_by_max_sitemaps_are_carried_to_the_next_run(tmp_pat
         "failed_sitemaps": {},
         "left_sitemaps": 0,
         "carried_sitemaps": 2,
+    }
+    assert changes_stats(crawler3) == {
+        "sitemapcrawl/changes/added_count": 1,
+        "sitemapcrawl/changes/unchanged_count": 3,
+        "sitemapcrawl/changes/not_emitted_count": 3,
+        "sitemapcrawl/changes/changed_count": 0,
+        "sitemapcrawl/changes/removed_count": 1,
+        "sitemapcrawl/changes/unconfirmed_count": 0,
+        "sitemapcrawl/changes/failed_sitemaps_count": 0,
+        "sitemapcrawl/changes/left_sitemaps_count": 0,
+        "sitemapcrawl/changes/carried_sitemaps_count": 2,
     }
 
 
