@@ -20,6 +20,7 @@ from .downloadermiddlewares.sitemapredirect import SitemapRedirectMiddleware
 from .extensions.progress import SitemapProgressExtension
 from .extensions.sitemapdownload import SitemapDownloadExtension
 from .htmlreport.extension import HtmlReportExtension
+from .pipelines.changes import ChangesFeedPipeline, UrlStatusPipeline
 from .pipelines.sampling import PageSamplingPipeline
 from .pipelines.scrapedcount import ScrapedCountPipeline
 from .spidermiddlewares.batch import SitemapBatchMiddleware
@@ -114,6 +115,9 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_STATE_KEEP_RUNS": 50,
     "SITEMAPCRAWL_STATE_LOCK_TIMEOUT": 5.0,  # then crawl without the file another crawl holds
     "SITEMAPCRAWL_CONDITIONAL_SITEMAPS": True,  # If-None-Match / If-Modified-Since; 304 replays
+    # What the feed gets (argument: emit): all (every URL, with its status when the state
+    # file is on) | changes (new, moved and changed URLs, and removed and unconfirmed ones)
+    "SITEMAPCRAWL_EMIT": "all",
     "SITEMAPCRAWL_INDEX_TRUST_MIN": 3,  # agreeing child changes before index lastmod skips
     "SITEMAPCRAWL_INDEX_AUDIT_SHARE": 0.1,  # skippable children fetched anyway, to check
     # Incremental runs (argument since=ISO|last; pages=refetch fetches what is marked)
@@ -214,7 +218,11 @@ class SitemapCrawlAddon:
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", SitemapBatchMiddleware, 1010
         )
+        # Before the sampling pipeline (which writes this run's URL rows): each URL's status
+        settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", UrlStatusPipeline, 290)
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", PageSamplingPipeline, 300)
+        # emit=changes: unchanged URLs leave the feed after every pipeline of ours saw them
+        settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", ChangesFeedPipeline, 990)
         # Last: counts item_scraped_count instead of CoreStats' per-item signal receiver.
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", ScrapedCountPipeline, 1000)
         settings.setdefault_in_component_priority_dict(

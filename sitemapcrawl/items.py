@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["SiteReport", "SitemapUrlBatch", "SitemapUrlItem"]
+__all__ = ["SiteReport", "SitemapUrlBatch", "SitemapUrlItem", "UrlChange"]
 
 
 @dataclass(slots=True)
@@ -31,7 +31,10 @@ class SitemapUrlItem:
     (past the 50,000th URL of its file), fragment_dropped (listed with a ``#fragment``: the
     page is the URL without it). ``refetch`` and ``refetch_reason`` are set on
     incremental runs (``since``) only: whether the page should be fetched again and why
-    (see docs/output.md); None otherwise.
+    (see docs/output.md); None otherwise. ``status`` is set when the state file is in
+    use: ``new`` (never listed before), ``moved`` (its lastmod changed since the last run
+    that listed it) or ``unchanged``; None without the state file (docs/output.md, "What
+    changed since the last run").
     """
 
     url: str
@@ -54,6 +57,7 @@ class SitemapUrlItem:
     flags: list[str] = field(default_factory=list)
     refetch: bool | None = None
     refetch_reason: str | None = None
+    status: str | None = None
 
 
 @dataclass(slots=True)
@@ -77,6 +81,25 @@ class SitemapUrlBatch:
 
     def __len__(self) -> int:
         return len(self.items)
+
+
+@dataclass(slots=True)
+class UrlChange:
+    """A change of the site's list of URLs that no URL item tells, written under
+    ``-a emit=changes`` after the URL items and before the site report: ``status`` is
+    ``changed`` (our own fetch on this run found the page's content changed: known only
+    after its URL item was written), ``removed`` (no longer listed, in a sitemap read
+    whole) or ``unconfirmed`` (not listed because its sitemap was not read: it failed, or
+    a limit left it for the next run). ``lastmod`` and ``segment`` are the URL's last ones,
+    ``last_seen`` the server clock of the last run that listed it (this run's, for
+    ``changed``).
+    """
+
+    url: str
+    status: str
+    lastmod: str | None = None
+    segment: str = ""
+    last_seen: str | None = None
 
 
 @dataclass(slots=True)

@@ -97,6 +97,7 @@ FIELDS = [
     "flags",
     "refetch",
     "refetch_reason",
+    "status",
 ]
 
 

@@ -41,6 +41,7 @@ def item(url: str, **fields: Any) -> dict[str, Any]:
         "flags": [],
         "refetch": None,
         "refetch_reason": None,
+        "status": None,
     } | fields
 
 

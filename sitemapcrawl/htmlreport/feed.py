@@ -189,7 +189,8 @@ def collect_runs(records: Iterable[dict[str, Any]], max_bins: int = 512) -> tupl
     Returns the runs and the number of URL items after the last report (a crawl that was
     stopped before its report); those are left out.
 
-    >>> runs, left = collect_runs([{"url": "u", "segment": "/"},
+    >>> runs, left = collect_runs([{"url": "u", "segment": "/", "found_via": "robots"},
+    ...                            {"url": "v", "status": "removed", "last_seen": None},
     ...                            {"origin": "o", "segments": [], "site_verdict": {}}])
     >>> len(runs), runs[0].tally.items, left
     (1, 1, 0)
@@ -201,6 +202,8 @@ def collect_runs(records: Iterable[dict[str, Any]], max_bins: int = 512) -> tupl
         if is_site_report(record):
             closing.append(record)
             continue
+        if "found_via" not in record and "last_seen" in record:
+            continue  # a change no URL item told (emit=changes: UrlChange), no URL of its own
         if closing:
             runs += runs_of(closing, tally)
             closing, tally = [], SiteTally(max_bins=max_bins)

@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sitemapcrawl.incremental.changes import run_changes
+from sitemapcrawl.incremental.changes import UrlChanges, run_changes
 from sitemapcrawl.incremental.decisions import RefetchDecisions
 from sitemapcrawl.incremental.fetches import FetchStore
 from sitemapcrawl.incremental.judgement import GENERATION_CONFIRM, SegmentJudgement
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
 
+    from sitemapcrawl.incremental.changes import ChangeList
     from sitemapcrawl.incremental.segmentrun import SegmentRun
     from sitemapcrawl.incremental.store import SegmentState
     from sitemapcrawl.items import SitemapUrlItem
@@ -162,6 +163,7 @@ class CrawlState:
             clock=self._clock,
         )
         self.judgement = SegmentJudgement(run, standings, flush=self.flush, clock=self._clock)
+        self.url_changes = UrlChanges(store, origin, self.sitemaps, self._run_changes)
 
     @classmethod
     def open(
@@ -397,7 +399,10 @@ class CrawlState:
         self, url: str, segment: str, reason: str, **fetch: Any
     ) -> dict[str, Any] | None:
         """Record a page we fetched (:meth:`PageObservations.observe`)."""
-        return self.pages_seen.observe(url, segment, reason, **fetch)
+        observed = self.pages_seen.observe(url, segment, reason, **fetch)
+        if observed is not None and observed["changed"]:
+            self.url_changes.saw_change(url, segment)
+        return observed
 
     def page_validators(self, url: str, segment: str) -> dict[str, str]:
         """Conditional headers to refetch ``url`` (:meth:`PageObservations.validators`)."""
@@ -415,17 +420,14 @@ class CrawlState:
         return self.judgement.judge(segment, static_name, static_reason, evidence)
 
     def changes(self, only: set[str] | None = None) -> dict[str, Any]:
+        """The report's ``changes`` (:meth:`UrlChanges.summary`)."""
+        return self.url_changes.summary(only)
+
+    def _run_changes(self) -> ChangeList:
         """:func:`changes.run_changes` of this run, its URL rows written first."""
         self.flush()
         previous = self.previous["id"] if self.previous is not None else None
-        return run_changes(
-            self.store,
-            self.origin,
-            self.run_id,
-            previous,
-            read_whole=self.sitemaps.complete,
-            only=only,
-        )
+        return run_changes(self.store, self.origin, self.run_id, previous, files=self.sitemaps)
 
     def incremental_summary(self, only: set[str] | None = None) -> dict[str, Any]:
         """The incremental run's decisions, of the segments in ``only`` when given (the
@@ -465,6 +467,7 @@ class CrawlState:
         self.closed = True
         try:
             self.flush()
+            self.store.sitemaps.save_backlog(self.origin, self.run_id, self.sitemaps.left)
             now = dt.datetime.now(dt.UTC).replace(microsecond=0)
             server_now = self._clock()
             self.store.finish_run(

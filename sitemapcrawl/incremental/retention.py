@@ -30,7 +30,14 @@ if TYPE_CHECKING:
 __all__ = ["Pruned", "prune", "size"]
 
 #: The tables with one row per (origin, something): a site removed whole goes from each.
-_BY_ORIGIN = ("fetches", "segments", "verdicts", "sitemaps", "sitemap_children")
+_BY_ORIGIN = (
+    "fetches",
+    "segments",
+    "verdicts",
+    "sitemaps",
+    "sitemap_children",
+    "sitemap_backlog",
+)
 
 
 @dataclass

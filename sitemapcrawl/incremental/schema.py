@@ -241,6 +241,18 @@ MIGRATIONS: tuple[str, ...] = (
     """
     UPDATE urls SET fingerprint = NULL WHERE fingerprint IS NOT NULL;
     """,
+    # 9: the sitemaps a limit (max_sitemaps, the discovery time) left unread, carried to the
+    # site's next run, which requests them first (each as its sitemap task, in JSON)
+    """
+    CREATE TABLE sitemap_backlog (
+        origin TEXT NOT NULL,
+        url TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        run_id INTEGER NOT NULL,
+        task TEXT NOT NULL,
+        PRIMARY KEY (origin, url)
+    ) WITHOUT ROWID;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -5,14 +5,20 @@ body and the body as downloaded (still compressed): the next run asks for it con
 and parses the stored body on a ``304``. An index's ``<lastmod>`` for a child earns trust
 when it moved every time the child's content changed; then a child whose lastmod stood
 still can be read from its stored body without a request.
+
+Each run also records what became of the sitemaps it did not read whole (``SitemapFiles``:
+``failed``, ``left`` by a limit, discovery ``cut`` as a whole): their URLs are
+``unconfirmed``, not removed (``sitemapcrawl.incremental.changes``); the sitemaps a limit
+left are carried to the next run (the ``sitemap_backlog`` table), which requests them first.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.sitemaps.dates import parse_feed_date
 from sitemapcrawl.verify.refetch.audits import audit_draw
@@ -113,6 +119,34 @@ class SitemapStore:
             db.execute("ROLLBACK")
             raise
 
+    def backlog(self, origin: str) -> list[dict[str, Any]]:
+        """The sitemaps the site's last run left unread, in the order they were left."""
+        return [
+            json.loads(task)
+            for (task,) in self.db.execute(
+                "SELECT task FROM sitemap_backlog WHERE origin = ? ORDER BY position", (origin,)
+            )
+        ]
+
+    def save_backlog(self, origin: str, run_id: int, tasks: Sequence[dict[str, Any]]) -> None:
+        """Replace the site's backlog with ``tasks`` (each a sitemap task as a dict)."""
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            db.execute("DELETE FROM sitemap_backlog WHERE origin = ?", (origin,))
+            db.executemany(
+                "INSERT OR IGNORE INTO sitemap_backlog (origin, url, position, run_id, task) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (
+                    (origin, task["url"], n, run_id, json.dumps(task, sort_keys=True))
+                    for n, task in enumerate(tasks)
+                ),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
 
 class SitemapFiles:
     """The sitemap files of one origin as one run reads them."""
@@ -126,6 +160,34 @@ class SitemapFiles:
         self.as_of: dict[str, dt.datetime] = {}
         #: The sitemaps read whole on this run: a URL they no longer list is removed.
         self.complete: set[str] = set()
+        #: Sitemaps requested on this run and not read whole, with why (a fault code).
+        self.failed: dict[str, str] = {}
+        #: Sitemaps a limit (``max_sitemaps``, the discovery time) left unread, as task
+        #: dicts in the order they were left: the next run requests them first.
+        self.left: list[dict[str, Any]] = []
+        self._left_urls: set[str] = set()
+        #: Why discovery as a whole stopped short (robots.txt unreachable, ``max_urls``).
+        self.cut: set[str] = set()
+        #: The sitemaps carried from the last run (its ``left``), requested first.
+        self.carried: list[dict[str, Any]] = store.backlog(origin)
+
+    def failed_file(self, url: str, reason: str) -> None:
+        """A sitemap requested on this run that could not be read whole."""
+        if url not in self.complete:
+            self.failed.setdefault(url, reason)
+
+    def left_file(self, task: dict[str, Any]) -> None:
+        """A sitemap a limit left unread (each once)."""
+        if task["url"] not in self._left_urls:
+            self._left_urls.add(task["url"])
+            self.left.append(task)
+
+    @property
+    def whole(self) -> bool:
+        """Whether discovery read every sitemap it found: nothing failed, nothing was
+        left by a limit or cut short, and some sitemap was read whole. Then a sitemap
+        not read on this run is one no longer listed: its URLs are removed."""
+        return bool(self.complete) and not (self.failed or self.left or self.cut)
 
     def conditional_headers(self, url: str) -> dict[str, str]:
         """``If-None-Match``/``If-Modified-Since`` for a sitemap read completely before."""
@@ -156,6 +218,10 @@ class SitemapFiles:
         lastmod moved), ``miss`` (changed, the index lastmod stood still), else None."""
         if complete:
             self.complete.add(url)
+            self.complete.add(response.url)  # a redirect's target names the URLs' sitemap
+            self.failed.pop(url, None)
+        else:
+            self.failed_file(url, "incomplete")
         read_at = _utc(_header(response, b"Date")) or dt.datetime.now(dt.UTC)
         built = _utc(_header(response, b"Last-Modified"))
         self.as_of[url] = min(built, read_at) if built is not None else read_at

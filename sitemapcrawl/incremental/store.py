@@ -418,8 +418,9 @@ class StateStore:
         self, origin: str, run_id: int, since_run: int, carried: Collection[str] = ()
     ) -> tuple[dict[str, Counter[str]], list[tuple[str, str, str, str | None, str | None]]]:
         """What changed in ``origin``'s list of URLs on run ``run_id`` (its rows merged):
-        per segment, URLs ``added`` (first listed on it) and ``moved`` (listed before, their
-        lastmod changed on it); and the rows not listed on it that were live before it:
+        per segment, URLs ``added`` (first listed on it), ``moved`` (listed before, their
+        lastmod changed on it) and ``unchanged`` (listed before, same lastmod); and the rows
+        not listed on it that were live before it:
         listed on run ``since_run`` (the previous finished run) or after, or listed earlier
         in a sitemap of ``carried`` (one whose URLs were left unconfirmed since), as (url,
         segment, sitemap, lastmod_raw, last seen: that run's server clock), by path."""
@@ -427,12 +428,15 @@ class StateStore:
         if origin_id is None:
             return {}, []
         counts: dict[str, Counter[str]] = {}
-        for segment, added, moved in self.db.execute(
-            "SELECT segment, sum(first_run = ?), sum(first_run < ? AND lastmod_changed_run = ?) "
-            "FROM urls WHERE origin = ? AND last_run = ? GROUP BY segment",
-            (run_id, run_id, run_id, origin_id, run_id),
+        for segment, added, moved, unchanged in self.db.execute(
+            "SELECT segment, sum(first_run = ?1), sum(first_run < ?1 AND lastmod_changed_run = ?1),"
+            " sum(first_run < ?1 AND coalesce(lastmod_changed_run, 0) < ?1) "
+            "FROM urls WHERE origin = ?2 AND last_run = ?1 GROUP BY segment",
+            (run_id, origin_id),
         ):
-            counts[self._names[segment]] = Counter(added=int(added), moved=int(moved))
+            counts[self._names[segment]] = Counter(
+                added=int(added), moved=int(moved), unchanged=int(unchanged)
+            )
         carried_ids = [i for i in (self.name_id(name) for name in carried) if i is not None]
         marks = ",".join("?" * len(carried_ids)) or "NULL"
         left = [

@@ -444,10 +444,7 @@ class SiteReports:
         state = self._context.state
         if state is None:
             return {}
-        return {
-            **state.changes({r.name for r in records} if site else None),
-            "changed": values.get(_P + "refetch/changed_count", 0),
-        }
+        return state.changes({r.name for r in records} if site else None)
 
     def _segment_coverage(self) -> dict[str, dict[str, Any]] | None:
         """Per segment coverage when links were followed, else None."""

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from scrapy.settings import BaseSettings
 
-__all__ = ["ARGUMENT_NAMES", "GUESS_MODES", "CrawlArguments", "parse_arguments"]
+__all__ = ["ARGUMENT_NAMES", "EMIT_MODES", "GUESS_MODES", "CrawlArguments", "parse_arguments"]
 
 #: The spider's ``-a`` arguments; each overrides the ``SITEMAPCRAWL_*`` setting of its name.
 ARGUMENT_NAMES = (
@@ -35,8 +35,12 @@ ARGUMENT_NAMES = (
     "state",
     "pages",
     "links",
+    "emit",
 )
 GUESS_MODES = ("off", "fallback", "always")
+#: What the feed gets: every URL (each with its status when the state file is on), or
+#: only what changed since the site's last run (docs/output.md).
+EMIT_MODES = ("all", "changes")
 _SWITCH = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False}
 
 
@@ -59,6 +63,8 @@ class CrawlArguments:
     #: ``pages=refetch``: fetch the pages an incremental run marks
     fetch_pages: bool
     links: str
+    #: ``changes``: the feed gets only new, moved and changed URLs and removed ones
+    emit: str = "all"
 
     @property
     def multi_site(self) -> bool:
@@ -120,6 +126,15 @@ def parse_arguments(
         )
     links = str(raw.get("links", settings.get("SITEMAPCRAWL_LINKS"))).strip()
     _one_of("links", links, LINK_MODES)
+    emit = str(raw.get("emit", settings.get("SITEMAPCRAWL_EMIT"))).strip()
+    _one_of("emit", emit, EMIT_MODES)
+    if emit == "changes" and (
+        state_file is None or not settings.getbool("SITEMAPCRAWL_VERIFY_ENABLED")
+    ):
+        raise ValueError(
+            "argument emit=changes needs the state file: state is off "
+            "(set SITEMAPCRAWL_STATE_PATH or -a state=PATH, and SITEMAPCRAWL_VERIFY_ENABLED)"
+        )
     if not origin and not urls:
         raise ValueError(
             "argument origin is missing: pass -a origin=https://site or -a sitemap_urls=..."
@@ -136,6 +151,7 @@ def parse_arguments(
         state_file=state_file,
         fetch_pages=pages == "refetch",
         links=links,
+        emit=emit,
     )
 
 

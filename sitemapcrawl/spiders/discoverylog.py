@@ -17,6 +17,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from sitemapcrawl.sitemaps.errors import FAULT_CODES
+from sitemapcrawl.spiders.task import task_dict
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from sitemapcrawl.crawlparts import SiteStats
+    from sitemapcrawl.incremental.sitemapfiles import SitemapFiles
     from sitemapcrawl.sitemaps import SitemapReader
     from sitemapcrawl.spiders.arguments import CrawlArguments
     from sitemapcrawl.spiders.task import SitemapTask
@@ -281,6 +283,9 @@ class DiscoveryLog:
         self.other_hosts: dict[str, Counter[str]] = {}
         #: this run resumed a paused one: its stats hold only what it read itself
         self.resumed = False
+        #: what became of the sitemaps, kept for the state file when it is used (their
+        #: URLs are unconfirmed, not removed, when they were not read)
+        self.outcomes: SitemapFiles | None = None
 
     def inc(self, site: str, key: str, count: int = 1) -> None:
         """Add to the stat ``sitemapcrawl/<key>``, and to ``site``'s share of it when the
@@ -308,6 +313,20 @@ class DiscoveryLog:
         self.inc(task.site, "sitemaps/failed_count")
         self.inc(task.site, f"sitemaps/failed_count/{reason}")
         self.log_once(reason, task.url, message, task.site)
+        if self.outcomes is not None:
+            self.outcomes.failed_file(task.url, reason)
+
+    def left_unread(self, task: SitemapTask) -> None:
+        """A sitemap a limit (``max_sitemaps``, the discovery time) left unread: the state
+        file carries it to the next run."""
+        if self.outcomes is not None and not task.probe:
+            self.outcomes.left_file(task_dict(task))
+
+    def cut_short(self, reason: str) -> None:
+        """Discovery stopped before every sitemap was reached (robots.txt unreachable,
+        ``max_urls``): sitemaps not read on this run may still be listed."""
+        if self.outcomes is not None:
+            self.outcomes.cut.add(reason)
 
     def top_level(self, task: SitemapTask, **facts: Any) -> None:
         """What became of a top-level sitemap file (not an index's child): the report

@@ -68,6 +68,8 @@ class SitemapFrontier:
         #: canonical URLs of every sitemap requested (or read from the state file)
         self.visited: set[str] = set()
         self.scheduled = 0  # sitemaps counted against max_sitemaps
+        #: canonical URLs of the sitemaps the last run left unread, requested first
+        self.carried: set[str] = set()
         self._in_flight = 0
         self._seq = 0
         #: sitemaps held back for a place: (-priority, order, task, priority); their
@@ -125,7 +127,8 @@ class SitemapFrontier:
             )
             return False
         if key in self.visited:
-            log.inc(site, "sitemaps/duplicate_count")
+            if key not in self.carried:  # (one carried from the last run is listed again)
+                log.inc(site, "sitemaps/duplicate_count")
             return False
         if private_address(task.url, self._args.origin or site):
             log.inc(site, "sitemaps/private_address_count")
@@ -145,12 +148,14 @@ class SitemapFrontier:
             log.inc(site, "limits/time_budget_count")
             message = f"discovery has run {budget:g} s (SITEMAPCRAWL_MAX_DISCOVERY_SECONDS); "
             log.log_once("time_budget", "", message + "later sitemaps skipped")
+            log.left_unread(task)
             return False
         limit = self._args.max_sitemaps
         if not task.probe and limit and self.scheduled >= limit:
             log.inc(site, "limits/max_sitemaps_count")
             message = f"max_sitemaps={limit} reached; later sitemaps skipped"
             log.log_once("max_sitemaps", "", message)
+            log.left_unread(task)
             return False
         self.visited.add(key)
         if not task.probe:

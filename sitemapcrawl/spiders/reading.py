@@ -427,6 +427,7 @@ class SitemapReading:
         """``max_urls`` reached: the site reports go out now (after the URLs before them,
         as on a finished crawl), then the crawl closes."""
         self._stats.set_value("sitemapcrawl/limits/max_urls_count", 1)
+        self._log.cut_short("max_urls")
         self._log.log_once("max_urls", "", f"max_urls={self._args.max_urls} reached; closing")
         self._frontier.stop()
         if self._context.reporting and not self._report_sent:

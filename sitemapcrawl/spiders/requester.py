@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scrapy import Request
+from w3lib.url import canonicalize_url
 
 from sitemapcrawl import meta
 from sitemapcrawl.spiders.frontier import SitemapFrontier
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
     from scrapy import Spider
     from scrapy.crawler import Crawler
@@ -83,6 +84,15 @@ class SitemapRequester:
             self._scope_policy(task.site).vouch(task.url)
         self._log.inc(task.site, "sitemaps/requested_count")
         return self.frontier.schedule(task, priority)
+
+    def carried(self, tasks: Sequence[SitemapTask]) -> Iterator[Request]:
+        """The sitemaps the site's last run left unread (a limit stopped it), requested
+        before any other, in the order they were left (an index's newest children first)."""
+        top = 100 + len(tasks)  # above robots.txt's
+        for n, task in enumerate(tasks):
+            self.frontier.carried.add(canonicalize_url(task.url))
+            if request := self.sitemap(task, top - n):
+                yield request
 
     def admitted(self, url: str) -> bool:
         """Whether a sitemap request for ``url`` was taken (sent, held back, or read already)."""

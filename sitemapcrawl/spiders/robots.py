@@ -130,6 +130,7 @@ class RobotsDiscovery:
                 yield from self.guesses(site, exclude=set())
             return
         self._log.inc(site, "robots/unreachable_count")
+        self._log.cut_short("robots_unreachable")
         message = (
             f"robots.txt {why}: the site is off limits (RFC 9309: complete disallow); "
             "no sitemap or page requested (-s ROBOTSTXT_OBEY=False overrides)"

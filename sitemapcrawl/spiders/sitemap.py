@@ -28,13 +28,15 @@ from scrapy.spiders import SitemapSpider
 from sitemapcrawl.crawlcontext import crawl_context
 from sitemapcrawl.downloadermiddlewares.sitemapredirect import SitemapRedirectRefused
 from sitemapcrawl.incremental.crawlstate import CrawlState, StateError, StateLocked
+from sitemapcrawl.items import UrlChange
 from sitemapcrawl.pipelines.report import site_reports
+from sitemapcrawl.sitemaps.dates import format_utc
 from sitemapcrawl.spiders.arguments import ARGUMENT_NAMES, parse_arguments
 from sitemapcrawl.spiders.discoverylog import DiscoveryLog
 from sitemapcrawl.spiders.reading import SitemapReading
 from sitemapcrawl.spiders.requester import SitemapCallbacks, SitemapRequester
 from sitemapcrawl.spiders.robots import RobotsDiscovery
-from sitemapcrawl.spiders.task import SitemapTask
+from sitemapcrawl.spiders.task import SitemapTask, task_from_dict
 
 if TYPE_CHECKING:
     import re
@@ -180,6 +182,7 @@ class SitemapCrawlSpider(SitemapSpider):
         state.site_of = context.site_of  # pooling stays within a site
         self.reading.use_state(state)
         self.reading.requester.use_state(state)  # conditional sitemap requests
+        self.discovery.outcomes = state.sitemaps  # unread sitemaps: URLs unconfirmed
         self.crawler.signals.connect(self._close_state, signal=signals.spider_closed)
         since = args.since
         logger.info(
@@ -226,6 +229,10 @@ class SitemapCrawlSpider(SitemapSpider):
                 yield self.frontier.resumed(unread)
             return
         requester = self.reading.requester
+        if self.crawl_state is not None:  # what a limit left unread on the last run, first
+            carried = self.crawl_state.sitemaps.carried
+            for carried_request in requester.carried([task_from_dict(t) for t in carried]):
+                yield carried_request
         for url in self.args.sitemap_urls:
             site = self.args.origin or urljoin(url, "/")
             if urlsplit(url).path.endswith("/robots.txt"):
@@ -323,7 +330,14 @@ class SitemapCrawlSpider(SitemapSpider):
     def site_report(self, response: Response) -> Iterator[Any]:
         """Yield the URLs only links reached, then the site report, the feed's last item
         (one per site when the crawl spans several), requested by the sampling pipeline
-        once discovery, sampling and link following are over."""
+        once discovery, sampling and link following are over; with ``-a emit=changes``,
+        the changes no URL item told come first (changed pages, removed and unconfirmed
+        URLs: ``UrlChange``)."""
+        state = self.crawl_state
+        if state is not None and self.args.emit == "changes":
+            now = format_utc((state.server_now or state.started).replace(microsecond=0))
+            for record in state.url_changes.records(now):
+                yield UrlChange(**record)
         yield from site_reports(self.crawler).final_items()
 
     # -- pause and resume ----------------------------------------------------------------

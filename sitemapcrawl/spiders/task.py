@@ -8,9 +8,10 @@ name it ``sitemapcrawl.spiders.frontier.SitemapTask``: that module re-exports it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
-__all__ = ["SitemapTask"]
+__all__ = ["SitemapTask", "task_dict", "task_from_dict"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,3 +28,13 @@ class SitemapTask:
     declared_in_robots: bool = False
     probe: bool = False  # a guessed location: a 404 is a quiet miss
     parent: str | None = None  # the index that listed this file
+
+
+def task_dict(task: SitemapTask) -> dict[str, Any]:
+    """A task as plain JSON values (kept in the state file for a next run)."""
+    return asdict(task)
+
+
+def task_from_dict(values: dict[str, Any]) -> SitemapTask:
+    """The task :func:`task_dict` gave."""
+    return SitemapTask(**{**values, "chain": tuple(values.get("chain", ()))})
