@@ -83,11 +83,15 @@ def over_size_cap(exc: BaseException) -> bool:
 #: characters, no fragment, nothing percent-encoded. Most URLs a sitemap lists have this
 #: shape; matching it costs a twentieth of canonicalising (tests/test_links.py checks the
 #: two agree on generated URLs).
-_CANONICAL = re.compile(
+_PATH = (
     r"https?://[a-z0-9](?:[a-z0-9.\-]*[a-z0-9])?(?::[0-9]{1,5})?"
     r"(?![^?]*/\.\.?(?:/|\?|$))/[A-Za-z0-9\-._~!$&'()*+,=:@/]*"
-    r"(?:\?[A-Za-z0-9\-._~]+=[A-Za-z0-9\-._~]*)?"
-).fullmatch
+)
+_PAIR = r"[A-Za-z0-9\-._~]+=[A-Za-z0-9\-._~]*"
+_CANONICAL = re.compile(rf"{_PATH}(?:\?{_PAIR})?").fullmatch
+#: The same with several such query arguments: ``canonicalize_url`` only sorts them (by
+#: name, then value), which is done here without its parsing and re-quoting.
+_SORTABLE = re.compile(rf"{_PATH}\?{_PAIR}(?:&{_PAIR})+").fullmatch
 
 
 def _key(url: str) -> str:
@@ -95,8 +99,16 @@ def _key(url: str) -> str:
 
     >>> _key("https://a.example/x/"), _key("https://a.example/x?b=2&a=1#top")
     ('https://a.example/x/', 'https://a.example/x?a=1&b=2')
+    >>> _key("https://a.example/x?ref=s&page=7&a-b=1&a=")
+    'https://a.example/x?a=&a-b=1&page=7&ref=s'
     """
-    return url if _CANONICAL(url) else canonicalize_url(url)
+    if _CANONICAL(url):
+        return url
+    if _SORTABLE(url):
+        base, _, query = url.partition("?")
+        pairs = sorted(pair.split("=", 1) for pair in query.split("&"))
+        return base + "?" + "&".join(f"{name}={value}" for name, value in pairs)
+    return canonicalize_url(url)
 
 
 def _page_flags(record: PageRecord) -> list[str]:
@@ -172,17 +184,24 @@ class LinkFollower:
 
     # -- the sitemap side ---------------------------------------------------------------
 
-    def note_listed(self, item: SitemapUrlItem) -> None:
-        """A URL item from the sitemaps (each URL once)."""
-        segment = self._segment_id(item.segment)
-        if self.listed.add_tagged(SeenUrls.hash(_key(item.url)), segment):
-            self._segment_counts[segment] += 1
-        self.tally.add(item.url)
+    def note_listed_run(self, items: list[SitemapUrlItem], segment_name: str) -> None:
+        """A run of one segment's URL items from the sitemaps (each URL once): their
+        canonical keys, tagged with the segment, and the tally."""
+        segment = self._segment_id(segment_name)
+        add, key, hash_ = self.listed.add_tagged, _key, SeenUrls.hash
+        urls = [item.url for item in items]
+        added = 0
+        for url in urls:
+            if add(hash_(key(url)), segment):
+                added += 1
+        self._segment_counts[segment] += added
+        self.tally.add_all(urls)
         if self.check_unreached:
-            if self.max_pages and len(self._listed_urls) >= self.max_pages:
-                self.unchecked += 1  # more than the whole budget: never checked
-            else:
-                self._listed_urls.append(item.url)
+            for url in urls:
+                if self.max_pages and len(self._listed_urls) >= self.max_pages:
+                    self.unchecked += 1  # more than the whole budget: never checked
+                else:
+                    self._listed_urls.append(url)
 
     def _segment_id(self, segment: str) -> int:
         found = self._segment_ids.get(segment)
