@@ -521,3 +521,29 @@ def test_the_listed_key_is_canonicalize_url(origin: str, rest: str) -> None:
 
     url = f"{origin}/{rest}"
     assert _key(url) == canonicalize_url(url)
+
+
+_UNRESERVED = "aZ09-._~"
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.text(alphabet=_UNRESERVED, min_size=1, max_size=4),
+            st.text(alphabet=_UNRESERVED, max_size=4),
+        ),
+        min_size=2,
+        max_size=6,
+    )
+)
+def test_a_query_of_several_arguments_is_sorted_as_canonicalize_url_sorts_it(
+    pairs: list[tuple[str, str]],
+) -> None:
+    """Several unreserved ``name=value`` arguments take the fast path (sorted, not parsed)."""
+    from w3lib.url import canonicalize_url
+
+    from sitemapcrawl.linkfollow import _SORTABLE, _key
+
+    url = "https://a.example/p/x.html?" + "&".join(f"{k}={v}" for k, v in pairs)
+    assert _SORTABLE(url)
+    assert _key(url) == canonicalize_url(url)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from itertools import groupby
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
@@ -25,7 +27,7 @@ from sitemapcrawl import meta
 from sitemapcrawl.crawlcontext import PendingReport, crawl_context
 from sitemapcrawl.distributed import ReportElection
 from sitemapcrawl.items import SitemapUrlBatch, SitemapUrlItem
-from sitemapcrawl.linkfollow import LinkFollower, LinkFollowers
+from sitemapcrawl.linkfollow import LinkFollowers
 from sitemapcrawl.pipelines.pages import PageFetcher
 from sitemapcrawl.pipelines.report import judge, site_reports
 from sitemapcrawl.verify.sampling import SegmentSampler, allocate
@@ -47,6 +49,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["PageSamplingPipeline"]
 
 _P = "sitemapcrawl/sample/"
+_SEGMENT = attrgetter("segment")
 
 
 class PageSamplingPipeline:
@@ -145,30 +148,25 @@ class PageSamplingPipeline:
 
     def _url_items(self, items: Iterable[SitemapUrlItem]) -> None:
         """A batch's URL items (one sitemap file's, mostly one segment's): noted for the
-        link follower, decided on an incremental run, offered to their segment's sampler.
-        What depends on the segment only is looked up when the segment changes."""
+        link follower, decided on an incremental run, offered to their segment's sampler,
+        a run of one segment's items at a time (what depends on the segment is looked up
+        once per run)."""
         context = self.context
         noting = self._noting_links()
         deciding = context.state is not None
         sampling = self.sampling
-        segment: str | None = None
-        follower: LinkFollower | None = None
-        sampler: SegmentSampler | None = None
-        for item in items:
-            if item.found_via == "links":
-                continue
-            if item.segment != segment:
-                segment = item.segment
-                if noting:
-                    follower = self.links.of_site(context.site_of(segment))
-                if sampling:
-                    sampler = self._sampler(context.segment(segment))
-            if follower is not None:
-                follower.note_listed(item)
+        listed = (item for item in items if item.found_via != "links")
+        for segment, group in groupby(listed, key=_SEGMENT):
+            run = list(group)
+            if noting:
+                self.links.of_site(context.site_of(segment)).note_listed_run(run, segment)
             if deciding:
-                self._decide(item)
-            if sampler is not None:
-                sampler.offer_exported(item.url, item.lastmod, item.lastmod_raw)
+                for item in run:
+                    self._decide(item)
+            if sampling:
+                sampler = self._sampler(context.segment(segment))
+                if sampler is not None:
+                    sampler.offer_items(run)
 
     def _sampler(self, record: SegmentRecord) -> SegmentSampler | None:
         """The segment's sampler, made at its first URL; None when its pages are not

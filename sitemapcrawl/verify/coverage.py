@@ -224,6 +224,22 @@ class CoverageTally:
         self.sections[section] += 1
         self.hosts[origin] += 1
 
+    def add_all(self, urls: list[str]) -> None:
+        """:meth:`add` for each of ``urls``.
+
+        >>> a, b = CoverageTally(""), CoverageTally("")
+        >>> urls = ["https://a.example/blog/1", "https://a.example/blog/2", "http://b.example/"]
+        >>> for url in urls:
+        ...     a.add(url)
+        >>> b.add_all(urls)
+        >>> a == b
+        True
+        """
+        self.listed += len(urls)
+        pairs = [_origin_and_section(url) for url in urls]
+        self.sections.update(section for _, section in pairs)
+        self.hosts.update(origin for origin, _ in pairs)
+
     def update(self, other: CoverageTally) -> None:
         """Add what another worker's tally of the same site counted."""
         self.listed += other.listed

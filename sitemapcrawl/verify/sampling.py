@@ -31,8 +31,12 @@ import heapq
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.sitemaps.dates import LastMod, parse_lastmod
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = [
     "STRATA",
@@ -272,6 +276,36 @@ class SegmentSampler:
         self._population[name] += 1
         self._strata[name].offer(h, url, raw)
         self._panel.offer(h, url, raw)
+
+    def offer_items(self, items: Iterable[Any]) -> None:
+        """:meth:`offer_exported` for each of a run of URL items (``url``, ``lastmod``: the
+        ISO text, ``lastmod_raw``), in one loop.
+
+        >>> from types import SimpleNamespace as Item
+        >>> a = SegmentSampler("x", budget=2, now=datetime(2024, 6, 1, tzinfo=UTC))
+        >>> b = SegmentSampler("x", budget=2, now=datetime(2024, 6, 1, tzinfo=UTC))
+        >>> rows = [("https://a.example/1", "2024-05-30T00:00:00Z", "2024-05-30"),
+        ...         ("https://a.example/2", None, None)]
+        >>> for row in rows:
+        ...     a.offer_exported(*row)
+        >>> b.offer_items(Item(url=u, lastmod=i, lastmod_raw=r) for u, i, r in rows)
+        >>> a.sample() == b.sample(), a.population() == b.population()
+        (True, True)
+        """
+        key, recent_from, year_from = self._key, self._recent_from, self._year_from
+        population, strata, panel = self._population, self._strata, self._panel.offer
+        parse = datetime.fromisoformat
+        for item in items:
+            url, iso = item.url, item.lastmod
+            h = _keyed_hash(key, url)
+            if iso is None:
+                name = "none"
+            else:
+                value = parse(iso)
+                name = "recent" if value >= recent_from else "year" if value >= year_from else "old"
+            population[name] += 1
+            strata[name].offer(h, url, item.lastmod_raw)
+            panel(h, url, item.lastmod_raw)
 
     def population(self) -> dict[str, int]:
         """URLs offered per stratum (the weights W_h of :func:`stratified_proportion`)."""
