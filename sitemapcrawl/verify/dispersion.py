@@ -44,7 +44,7 @@ from sitemapcrawl.verify.thresholds import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
 
     from sitemapcrawl.sitemaps.dates import LastMod
 
@@ -132,6 +132,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 _MICROSECOND = timedelta(microseconds=1)
+_SECOND_US = 1_000_000
+_DAY_US = 86_400 * _SECOND_US
+_I32 = 1 << 31
 
 
 @lru_cache(maxsize=4096)
@@ -164,17 +167,28 @@ class SegmentL0Accumulator:
     n_sentinel: int = 0
     n_date_only: int = 0
     n_no_tz: int = 0
-    _values: dict[tuple[str, bool], array[int]] = field(default_factory=dict, repr=False)
+    #: (precision, assumed UTC, unit in µs) -> values in that unit: whole days and whole
+    #: seconds (most lastmods) in 4-byte ints, anything else in 8-byte µs
+    _values: dict[tuple[str, bool, int], array[int]] = field(default_factory=dict, repr=False)
 
     @property
     def counts(self) -> Counter[_Key]:
         """How often each normalised value occurs: (UTC value, precision, assumed UTC)."""
         counts: Counter[_Key] = Counter()
-        for (precision, assumed_utc), values in self._values.items():
-            for micros, group in groupby(sorted(values)):
-                value = _EPOCH + timedelta(microseconds=micros)
-                counts[(value, precision, assumed_utc)] = sum(1 for _ in group)
+        for (precision, assumed_utc, unit), values in self._values.items():
+            for v, group in groupby(sorted(values)):
+                value = _EPOCH + timedelta(microseconds=v * unit)
+                key = (value, precision, assumed_utc)
+                counts[key] = counts[key] + sum(1 for _ in group)
         return counts
+
+    def _micros(self) -> Iterator[int]:
+        """Every value, in µs since the epoch."""
+        for (_, _, unit), values in self._values.items():
+            if unit == 1:
+                yield from values
+            else:
+                yield from (v * unit for v in values)
 
     def add(self, lastmod: LastMod | None) -> None:
         """Count one URL entry; ``None`` means the entry has no ``<lastmod>``."""
@@ -217,10 +231,15 @@ class SegmentL0Accumulator:
             self.n_date_only += 1
         if assumed_utc:
             self.n_no_tz += 1
-        values = self._values.get((precision, assumed_utc))
+        unit = _DAY_US if not micros % _DAY_US else _SECOND_US if not micros % _SECOND_US else 1
+        value = micros // unit
+        if unit != 1 and not -_I32 <= value < _I32:
+            unit, value = 1, micros  # outside 1902-2038 in seconds: 8 bytes
+        key = (precision, assumed_utc, unit)
+        values = self._values.get(key)
         if values is None:
-            values = self._values[(precision, assumed_utc)] = array("q")
-        values.append(micros)
+            values = self._values[key] = array("q" if unit == 1 else "i")
+        values.append(value)
 
     @classmethod
     def merged(cls, parts: Iterable[SegmentL0Accumulator]) -> SegmentL0Accumulator:
@@ -245,7 +264,7 @@ class SegmentL0Accumulator:
             for key, values in part._values.items():
                 mine = out._values.get(key)
                 if mine is None:
-                    mine = out._values[key] = array("q")
+                    mine = out._values[key] = array(values.typecode)
                 mine.extend(values)
         return out
 
@@ -262,10 +281,8 @@ class SegmentL0Accumulator:
         """
         lo = (_utc(span[0]) - _EPOCH) // _MICROSECOND
         hi = (_utc(span[1]) - _EPOCH) // _MICROSECOND
-        inside = total = 0
-        for values in self._values.values():
-            total += len(values)
-            inside += sum(1 for v in values if lo <= v <= hi)
+        total = sum(len(values) for values in self._values.values())
+        inside = sum(1 for v in self._micros() if lo <= v <= hi)
         return inside / total if total else 0.0
 
     def result(

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-import extruct  # type: ignore[import-untyped, unused-ignore]
 import jstyleson  # type: ignore[import-untyped, unused-ignore]
 
 from sitemapcrawl.verify.pagedates.declared import _Cand, _evidence
@@ -101,6 +100,10 @@ _PRECISION_CHARS = {"year": 4, "month": 7, "day": 10, "minute": 16, "second": 19
 
 def _run_extruct(document: Any, base: str, syntax: str, problems: set[str]) -> list[Any] | None:
     """One syntax at a time, so that a failure loses only that syntax."""
+    # imported at the first page read: extruct and its parsers (rdflib, mf2py, html5lib)
+    # cost about 30 MB that a discovery-only crawl never uses (docs/benchmarks.md)
+    import extruct  # type: ignore[import-untyped, unused-ignore]  # noqa: PLC0415
+
     try:
         out = extruct.extract(
             document, base_url=base, syntaxes=[syntax], uniform=True, errors="strict"
