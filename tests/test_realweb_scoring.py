@@ -3,7 +3,7 @@ refetches, the honest refetches by reason, and whatif's per-URL learner, on a sm
 
 from __future__ import annotations
 
-from bench.realweb import corpus, run, server, truth, whatif
+from bench.realweb import corpus, run, server, split, truth, whatif
 
 
 def _truth() -> truth.Truth:
@@ -134,3 +134,97 @@ def test_quiet_detector_counts_runs_not_moves() -> None:
     assert whatif.quiet_alarms(bursty) == []
     # too short a history says nothing
     assert whatif.quiet_alarms([5, 5, 5, 0, 0, 0, 0, 0, 0]) == []
+
+
+def test_a_failed_run_is_wrong_for_every_segment_it_should_have_judged() -> None:
+    label = {"verdict": "ABSENT", "accept": ["ABSENT"]}
+    got = run.score_segment(label, ["ABSENT", None, "ABSENT", "ABSENT"], failed={1})
+    # run 1 crashed: not a gap but a wrong run (the segment had a verdict before and after)
+    assert got["verdicts"] == ["ABSENT", run.FAILED, "ABSENT", "ABSENT"]
+    assert got["gaps"] == 0
+    assert got["right_runs"] == 3
+    assert got["failed_runs"] == 1
+    assert got["runs_to_right"] == 3
+    # a failed last run: wrong at the end, never right within 5 runs
+    last = run.score_segment(label, ["ABSENT", "ABSENT", None], failed={2})
+    assert (last["right_final"], last["right_within_run0"], last["final"]) == (
+        False,
+        False,
+        run.FAILED,
+    )
+    # a segment no run judged, but the deploys have: each failed run it should have judged
+    never = run.score_segment(label, [None, None, None], failed={0, 2}, expected=[True] * 3)
+    assert never["verdicts"] == [run.FAILED, None, run.FAILED]
+    assert (never["runs_present"], never["right_runs"], never["gaps"]) == (2, 0, 1)
+    # a run that did not fail and gave no verdict is still a gap
+    assert run.score_segment(label, ["ABSENT", None, "ABSENT"])["gaps"] == 1
+
+
+def test_exact_matches_beside_the_accept_list() -> None:
+    label = {"verdict": "STALE", "accept": ["STALE", "GENERATION_TIME", "UNVERIFIABLE"]}
+    got = run.score_segment(label, ["UNVERIFIABLE", "GENERATION_TIME", "STALE", "STALE"])
+    assert (got["right_runs"], got["exact_runs"]) == (4, 2)
+    assert got["right_within_run0"]
+    assert got["runs_to_right"] == 1
+    assert got["exact_within_run0"]
+    assert got["strict_final"]
+    late = run.score_segment(label, ["UNVERIFIABLE"] * 6 + ["STALE"])
+    assert (late["right_within_run0"], late["exact_within_run0"]) == (True, False)
+
+
+def test_honest_segments_judged_stale_or_over_reporting_and_streaks() -> None:
+    label = {"verdict": "TRUSTED", "accept": ["TRUSTED", "OVER_REPORTING"]}
+    verdicts = ["PROVISIONAL", "STALE", "STALE", "TRUSTED", "OVER_REPORTING", None, "STALE"]
+    got = run.score_segment(label, verdicts)
+    # counted whatever the accept list says (OVER_REPORTING is accepted here)
+    assert got["honest_wrong_runs"] == 4
+    assert got["honest_wrong_streak"] == 2  # runs 1-2; the gap at 5 ends run 4's streak
+    prov = run.score_segment({"verdict": "PROVISIONAL"}, ["STALE", "PROVISIONAL"])
+    assert (prov["honest_wrong_runs"], prov["honest_wrong_streak"]) == (1, 1)
+    stale = run.score_segment({"verdict": "STALE"}, ["STALE", "TRUSTED", "TRUSTED", "STALE"])
+    assert stale["honest_wrong_runs"] == 0
+    assert (stale["dangerous_runs"], stale["dangerous_streak"]) == (2, 2)
+    assert run.longest_streak([True, False, True, True, True, False]) == 3
+    assert run.longest_streak([]) == 0
+
+
+def _site(name: str, repo: str, segments: dict[str, dict[str, object]]) -> dict[str, object]:
+    return {
+        "name": name,
+        "repo": repo,
+        "segments": segments,
+        "fetches": {"totals": {}},
+        "failed_runs": [],
+    }
+
+
+def test_summaries_per_half() -> None:
+    trusted = {"verdict": "TRUSTED", "accept": ["TRUSTED"]}
+    stale = {"verdict": "STALE", "accept": ["STALE", "GENERATION_TIME", "UNVERIFIABLE"]}
+    a = run.score_segment(trusted, ["PROVISIONAL", "STALE", "STALE", "TRUSTED"], [0] * 4)
+    b = run.score_segment(stale, ["TRUSTED", "STALE", "STALE", "STALE"])
+    c = run.score_segment(stale, ["GENERATION_TIME", None, "GENERATION_TIME"], failed={1})
+    repos = {}
+    for repo in ("x/a", "x/b", "x/c", "x/d", "x/e"):
+        repos.setdefault(split.half(repo), []).append(repo)
+    held, tuning = repos[split.HELD_OUT][0], repos[split.TUNING][0]
+    results = [
+        _site("one", held, {"/": a, "/b/": b}),
+        _site("two", tuning, {"/": c}),
+    ]
+    halves = run.summarise_halves(results)
+    h = halves[split.HELD_OUT]
+    assert (h["sites"], h["segments"], h["segment_runs"]) == (1, 2, 8)
+    assert (h["right_within_run0"], h["right_runs"], h["exact_runs"]) == (2, 5, 4)
+    assert (h["honest_segment_runs"], h["honest_wrong_runs"], h["honest_wrong_streak_max"]) == (
+        4,
+        2,
+        2,
+    )
+    assert (h["honest_wrong_over_1"], h["dangerous_runs"], h["dangerous_max"]) == (1, 1, 1)
+    t = halves[split.TUNING]
+    assert (t["segments"], t["segment_runs"], t["right_runs"], t["exact_runs"]) == (1, 3, 2, 0)
+    assert (t["failed_segment_runs"], t["right_within_run0"], t["right_final"]) == (1, 1, 1)
+    # the rule is the low bit of blake2b(repo)'s first byte, fixed for good
+    assert split.half("apache/jena-site") == split.HELD_OUT
+    assert split.half("L-Arantele/saint-gilles-vieux-marche.net") == split.TUNING
