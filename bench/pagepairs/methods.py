@@ -82,10 +82,10 @@ def readability_text(html: str) -> str:
     import lxml.html
     from readability import Document
 
-    summary = Document(html).summary(html_partial=True)
     try:
+        summary = Document(html).summary(html_partial=True)
         return "\n".join(lxml.html.fromstring(summary).itertext())
-    except Exception:
+    except Exception:  # readability's Unparseable, lxml's "Document is empty"
         return ""
 
 

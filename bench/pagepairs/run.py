@@ -3,6 +3,7 @@
     python bench/pagepairs/run.py build            # the pairs, from the mirrors (build.py)
     python bench/pagepairs/run.py measure          # every detector on every pair; the report
     python bench/pagepairs/run.py render bench/out/pagepairs-<ts>.json
+    python bench/pagepairs/run.py merge a.json b.json   # halves of the sites run apart
 
 See bench/pagepairs/README.md.
 """
@@ -33,6 +34,17 @@ TEMPLATE_BASES = ("resiliparse-all", "trafilatura-html5", "resiliparse-main")
 
 
 def measure_site(path: Path) -> dict[str, Any]:
+    """One site's rows, cached beside its pairs (``measured-<site>.json``: a crash of
+    another site loses nothing; delete the file to measure again)."""
+    done = path.with_name(path.name.replace("pairs-", "measured-", 1))
+    if done.is_file() and done.stat().st_mtime >= path.stat().st_mtime:
+        return json.loads(done.read_text())
+    out = _measure_site(path)
+    done.write_text(json.dumps(out))
+    return out
+
+
+def _measure_site(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text())
     blobs = path.parent / "blobs"
     site = data["site"]
@@ -359,6 +371,24 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    """One report from several measured on disjoint sites (run side by side)."""
+    parts = [json.loads(Path(f).read_text()) for f in args.reports]
+    report = dict(parts[0])
+    report["sites"] = [s for p in parts for s in p["sites"]]
+    report["run_id"] = "+".join(p["run_id"] for p in parts)
+    report["seconds"] = sum(p["seconds"] for p in parts)
+    report["n_pairs"] = sum(len(s["rows"]) for s in report["sites"])
+    if args.key_methods:
+        report["key_methods"] = args.key_methods.split(",")
+    report["aggregate"] = aggregate(report["sites"])
+    out = OUT / f"pagepairs-{parts[-1]['run_id']}-merged"
+    out.with_suffix(".json").write_text(json.dumps(report))
+    out.with_suffix(".md").write_text(render(report))
+    print(out.with_suffix(".md"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -375,6 +405,10 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--jobs", type=int, default=2)
         else:
             p.add_argument("report")
+    p = sub.add_parser("merge", help="merge reports measured on disjoint sites")
+    p.add_argument("reports", nargs="+")
+    p.add_argument("--key-methods")
+    p.set_defaults(func=cmd_merge)
     args = ap.parse_args(argv)
     return int(args.func(args))
 
