@@ -166,7 +166,10 @@ def aggregate(sites: list[dict[str, Any]]) -> dict[str, Any]:
         seen_pages = set()
         for r in s["rows"]:
             for method, said in r["verdicts"].items():
-                for gen in (s["generator"], "all"):
+                gens_of = [s["generator"], "all"]
+                if r["truth"] == "source":
+                    gens_of.append("source-truth pairs")
+                for gen in gens_of:
                     for hf in (s["half"], "both"):
                         c = acc[method, gen, hf]
                         if r["changed"]:
@@ -262,6 +265,21 @@ def render(report: dict[str, Any]) -> str:
                 f"{c[3]}/{c[2]} = {_pct(c[3], c[2])} | - |"
             )
         lines.append("")
+    lines += [
+        "## Source-truth pairs only (the HTML judge's notion of main content plays no part)",
+        "",
+        "| method | half | false changes / unchanged | missed / changed |",
+        "|---|---|---|---|",
+    ]
+    for m in methods_all:
+        for hf in ("tuning", "held-out"):
+            c = detect.get(f"{m}|source-truth pairs|{hf}")
+            if c:
+                lines.append(
+                    f"| {m} | {hf} | {c[1]}/{c[0]} = {_pct(c[1], c[0])} | "
+                    f"{c[3]}/{c[2]} = {_pct(c[3], c[2])} |"
+                )
+    lines.append("")
     key_methods = report.get("key_methods") or methods_all
     lines += ["## Per generator (false changes / missed), key methods", ""]
     for hf in ("tuning", "held-out"):
