@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from . import render
-from .model import Site, http_date, run_time
+from .model import Site, http_date
 
 if TYPE_CHECKING:
     from .model import Page
@@ -78,7 +78,7 @@ class SimServer:
         self.httpd.sim = self
         self.port = self.httpd.server_address[1]
         self.origin = f"http://127.0.0.1:{self.port}"
-        self.clock = run_time(0)
+        self.clock = site.run_time(0)
         self.run = 0
         self.hits: list[Hit] = []
         self._lock = threading.Lock()
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
     server = SimServer(Site(args.archetype, args.seed, args.pages), args.port)
-    server.set_clock(run_time(args.day), args.day)
+    server.set_clock(server.site.run_time(args.day), args.day)
     print(f"READY {server.origin}", flush=True)
     try:
         server.httpd.serve_forever()
