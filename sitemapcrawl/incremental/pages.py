@@ -197,6 +197,22 @@ class PageObservations:
                 utc_offset=offset,
             )
         )
+        if changed and not moved and offset is not None and lastmod is not None:
+            # A date (or a time without a zone) is its whole day in any zone: read in the
+            # pages' zone it ended before our last fetch, but in some zone it still holds
+            # it, and an edit after that fetch on that day keeps the value. No miss: the
+            # pages' zone is not the sitemap's, and is no longer used to read it.
+            moved = bool(
+                delta_l(
+                    lastmod,
+                    before,
+                    prev.fetched_lastmod_raw,
+                    compare_raw=True,
+                    captured=captured(prev, shift, None),
+                    shift=shift,
+                )
+            )
+            seg.zone_misses += moved
         random = reason in RANDOM_REASONS
         change = _Change((seconds, changed), from_dates)
         change.observed = {"changed": changed, "interval_s": seconds, "lastmod_moved": moved}
