@@ -172,8 +172,7 @@ async def test_a_local_date_still_holds_our_fetch_when_the_page_is_edited_again_
         assert (l2["tp"], l2["fp"], l2["fn"], l2["tn"]) == (6, 0, 0, N - 6)
         assert seg2["verdict"] == "PROVISIONAL"
         assert seg2["reason"] == (
-            "Kept PROVISIONAL: no pages were sampled on this run and the sitemap shows no "
-            "red flag."
+            "Kept PROVISIONAL: no pages were sampled on this run and the sitemap shows no red flag."
         )
 
         for i in (4, 5):  # 23:00 local again, after run 2's fetch: the dates stay
@@ -191,3 +190,93 @@ async def test_a_local_date_still_holds_our_fetch_when_the_page_is_edited_again_
         l2 = seg3["cross_run"]["l2"]
         assert (l2["tp"], l2["fn"]) == (7.86, 0)  # 6 decayed by a run, and 2
         assert seg3["verdict"] == "PROVISIONAL"
+
+
+@deferred_f_from_coro_f
+async def test_a_sitemap_rebuilt_every_12_hours_is_late_not_over_reporting(
+    tmp_path: Path,
+) -> None:
+    """The sitemap is rebuilt at 06:05 and 18:05 UTC and read at 06:00, 12 hours behind the
+    pages. Six posts are edited at 10:00 (the evening rebuild shows it) and again at 18:10,
+    after it: run 2 fetches them on the first move and gets the second edit too (the page
+    says so: its dateModified is 18:10). The morning rebuild then moves their lastmod to
+    18:10, a time run 2's fetch already covered: a late report, not six moves without a
+    change (here they were six false positives: enough of them made the segment
+    OVER_REPORTING), and the reason says how late, measured on those moves."""
+    start = clock_at(6)
+    posts = Posts(tmp_path / "site", start, z)
+    posts.rebuild(built=start - dt.timedelta(hours=11, minutes=55))
+    state = tmp_path / "state.sqlite"
+    with MockServer(root=posts.root) as server:
+        _, seg1 = await run(server, state, start, sample="on")
+        assert seg1["verdict"] == "PROVISIONAL"
+
+        for i in range(6):
+            posts.edit(i, start + dt.timedelta(hours=4, seconds=i))
+        posts.rebuild(built=start + dt.timedelta(hours=12, minutes=5))
+        for i in range(6):  # after the evening rebuild: the sitemap does not show it yet
+            posts.edit(i, start + dt.timedelta(hours=12, minutes=10, seconds=i))
+        posts.write()
+        day2 = start + dt.timedelta(days=1)
+        got2, seg2 = await run(server, state, day2, since="last", pages="refetch")
+        assert [got2[str(i)] for i in range(7)] == [(True, "lastmod_changed")] * 6 + [
+            (False, "lastmod_unchanged")
+        ]
+        assert (seg2["cross_run"]["l2"]["tp"], seg2["cross_run"]["l2"]["fp"]) == (6, 0)
+
+        posts.rebuild(built=day2 + dt.timedelta(minutes=5))  # the morning rebuild
+        got3, seg3 = await run(
+            server, state, day2 + dt.timedelta(days=1), since="last", pages="refetch"
+        )
+        # what run 2 already had: the change rate decides (here: edited twice a day)
+        assert [got3[str(i)] for i in range(6)] == [(True, "lastmod_late")] * 6
+        l2 = seg3["cross_run"]["l2"]
+        assert (l2["tp"], l2["fp"], l2["fn"]) == (5.86, 0, 0)
+        assert seg3["verdict"] == "PROVISIONAL"
+        assert seg3["reason"] == (
+            "Kept PROVISIONAL: no pages were sampled on this run and the sitemap shows no "
+            "red flag. Its sitemap is late, not wrong: lagged by about 12 h (6 lastmod "
+            "moves reported changes our earlier fetch already had)."
+        )
+
+
+@deferred_f_from_coro_f
+async def test_a_nightly_job_touching_a_fifth_of_the_rows_over_reports(tmp_path: Path) -> None:
+    """Honest lastmods, and a job that moves the lastmod of a fifth of the rows at 02:00
+    every night without changing them; the template never changes. After three nights 15
+    of 25 pages are older than their lastmod and none newer: OVER_REPORTING on the first
+    crawl. Two more nights, with one real edit each and an audit of every unmoved page:
+    the touched rows are moves without a change, the audit finds nothing, the segment
+    stays OVER_REPORTING (a safe filter), never STALE."""
+    start = clock_at(6)
+    posts = Posts(tmp_path / "site", start, z)
+    for night in range(3):
+        at = start - dt.timedelta(days=2 - night, hours=4)
+        posts.touched.update(dict.fromkeys(range(5 * night, 5 * night + 5), at))
+    posts.rebuild()
+    state = tmp_path / "state.sqlite"
+    with MockServer(root=posts.root) as server:
+        _, seg1 = await run(server, state, start, sample="on")
+        assert seg1["verdict"] == "OVER_REPORTING"
+        assert seg1["reason"] == (
+            "15 of 25 sampled pages have an older modification date than the lastmod (Wilson "
+            "lower bound 0.41 >= 0.30) and the sitemap shows no generation-time signature."
+        )
+        for night in (3, 4):
+            at = start + dt.timedelta(days=night - 2, hours=-4)
+            rows = range(5 * night, 5 * night + 5)
+            posts.touched.update(dict.fromkeys(rows, at))
+            posts.edit(night, at - dt.timedelta(hours=3))  # one real edit a day
+            posts.rebuild()
+            got, seg = await run(
+                server, state, at + dt.timedelta(hours=4), AUDIT_ALL, since="last", pages="refetch"
+            )
+            moved = sorted(int(u) for u, (_, why) in got.items() if why == "lastmod_changed")
+            assert moved == sorted({night, *rows})
+            assert seg["verdict"] == "OVER_REPORTING"
+            assert seg["reason"] == (
+                "Kept OVER_REPORTING: no pages were sampled on this run and the sitemap shows "
+                "no red flag."
+            )
+        l2 = seg["cross_run"]["l2"]
+        assert (l2["tp"], l2["fp"], l2["fn"]) == (1.98, 9.89, 0)

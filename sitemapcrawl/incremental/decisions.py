@@ -97,13 +97,14 @@ class RefetchDecisions:
         if (
             history is not None
             and history.captured is not None
+            and history.last_fetch is not None
             and lastmod is not None
             and lastmod.value is not None
             and history.previous_raw not in (None, lastmod.raw)
             and late_report(lastmod, history.captured, shift or 0.0, offset)
         ):
             # a lagged sitemap catching up: how far behind our fetch that had it
-            self._standings.by_segment[item.segment].late(history.captured[1], lastmod.value)
+            self._standings.by_segment[item.segment].late(history.last_fetch, lastmod.value)
         return decide(lastmod, history, segment, run, draw)
 
     def _prior(self, segment: str) -> tuple[int, float]:
