@@ -146,6 +146,11 @@ class SimServer:
         out = {"Date": http_date(t), **headers}
         if status != 304:
             out["Content-Length"] = str(len(body))
+        # recorded before the answer leaves: once the client has it, its next request may
+        # be handled by another thread first, and the log would be out of order
+        hit = Hit(run, t, path, what, status, page_no, version, conditional, len(body))
+        with self._lock:
+            self.hits.append(hit)
         # not send_response(): it adds a second Date header with the real clock
         req.log_request(status)
         req.send_response_only(status)
@@ -154,9 +159,6 @@ class SimServer:
         req.end_headers()
         if not head and status != 304:
             req.wfile.write(body)
-        hit = Hit(run, t, path, what, status, page_no, version, conditional, len(body))
-        with self._lock:
-            self.hits.append(hit)
 
     def _respond(
         self, path: str, t: float, request_no: int
