@@ -150,7 +150,7 @@ async def test_a_local_date_still_holds_our_fetch_when_the_page_is_edited_again_
     start = clock_at(1)
     posts = Posts(tmp_path / "site", start, local_day)
     for i in range(4):
-        posts.edit(i, start - dt.timedelta(hours=9))  # 16:00 local, before our crawl
+        posts.edit(i, start - dt.timedelta(hours=9))  # 13:00 local, before our crawl
     posts.rebuild()
     state = tmp_path / "state.sqlite"
     with MockServer(root=posts.root) as server:
