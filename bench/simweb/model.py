@@ -55,9 +55,9 @@ KINDS = ("text", "price", "sd", "links")
 USABLE = frozenset({"TRUSTED", "PROVISIONAL", "OVER_REPORTING"})
 
 
-def run_time(day: int) -> float:
-    """The virtual time of run ``day`` (0-based): 06:00 UTC on day ``day`` after T0."""
-    return T0 + day * DAY + RUN_HOUR * HOUR
+def run_time(day: int, hour: float = RUN_HOUR) -> float:
+    """The virtual time of run ``day`` (0-based): 06:00 UTC (``hour``) on day ``day`` after T0."""
+    return T0 + day * DAY + hour * HOUR
 
 
 @dataclass(frozen=True)
@@ -114,14 +114,26 @@ class Archetype:
     bulk_import_share: float = 0.0
     #: ``tz_shift``: local time UTC+k written with ``Z``.
     tz_hours: int = 0
-    #: ``honest_date``: dates in this local UTC offset; pages show it too.
+    #: ``honest_date``: dates in this local UTC offset; pages show it too (unless
+    #: ``page_offset_hours`` says in which offset they write their times).
     local_offset_hours: int = 0
+    page_offset_hours: int | None = None
+    #: The UTC hour of the daily crawl (``Site.run_time``).
+    run_hour: float = RUN_HOUR
+    #: Share of edits followed by a second edit later the same local day (a burst).
+    burst_share: float = 0.0
+    #: A sitemap rebuilt on a fixed cycle of this many hours (0: no cycle), the first
+    #: rebuild of each day at ``rebuild_phase_hours`` UTC.
+    rebuild_every_hours: float = 0.0
+    rebuild_phase_hours: float = 0.0
     #: ``partial``: share of URLs that carry a lastmod.
     partial_share: float = 0.3
     #: ``stale_partial``: share of edits that bump lastmod.
     report_share: float = 0.3
-    #: ``cron``: share of rows a nightly job touches.
+    #: ``cron``: share of rows a nightly job touches (each night a share drawn between
+    #: ``cron_share`` and ``cron_share_max`` when that is set).
     cron_share: float = 0.2
+    cron_share_max: float = 0.0
 
 
 def _segs(*specs: SegmentSpec) -> tuple[SegmentSpec, ...]:
@@ -257,6 +269,46 @@ ARCHETYPES: dict[str, Archetype] = {
             ),
         ),
         Archetype(
+            "honest-date-local",
+            "date of the last change in the site's local day (UTC-3), no time; the pages "
+            "write their times in UTC; 40 % of edits are followed by another the same local "
+            "day; crawled at 01:00 UTC (22:00 local)",
+            _segs(
+                SegmentSpec("posts", "honest_date", "TRUSTED", "graph", "post", 2),
+                SegmentSpec("docs", "honest_date", "TRUSTED", "og", "doc", 1),
+            ),
+            http_last_modified="absent",
+            local_offset_hours=-3,
+            page_offset_hours=0,
+            run_hour=1,
+            burst_share=0.4,
+        ),
+        Archetype(
+            "honest-lagged-12h",
+            "honest, but the sitemap is rebuilt every 12 h (06:30 and 18:30 UTC): read at "
+            "06:00, it is 11.5 h behind the pages; 40 % of edits come in same-day bursts",
+            _segs(
+                SegmentSpec("posts", "honest", "TRUSTED", "graph", "post", 2),
+                SegmentSpec("pages", "honest", "TRUSTED", "mainentity", "page", 1),
+            ),
+            sitemap_last_modified="rebuild",
+            rebuild_every_hours=12.0,
+            rebuild_phase_hours=6.5,
+            burst_share=0.4,
+        ),
+        Archetype(
+            "bumped-nightly",
+            "honest lastmod, and a nightly job touches the lastmod of 15-25 % of rows "
+            "without a content change; the template never changes",
+            _segs(
+                SegmentSpec("products", "cron", "OVER_REPORTING", "microdata", "product", 1),
+                SegmentSpec("posts", "cron", "OVER_REPORTING", "graph", "post", 1),
+            ),
+            template_interval_days=10_000.0,
+            cron_share=0.15,
+            cron_share_max=0.25,
+        ),
+        Archetype(
             "tz-shift",
             "local time (UTC+5) labelled Z: lastmods are 5 h ahead, some in the future",
             _segs(SegmentSpec("posts", "tz_shift", "TZ_SHIFT", "graph", "post", 1)),
@@ -390,6 +442,10 @@ class Site:
         if arch.lagged:
             gaps = rng.uniform(6 * HOUR, 24 * HOUR, size=int(HORIZON_DAYS * 4 + 40))
             self.rebuilds = T0 - 5 * DAY + np.cumsum(gaps)
+        elif arch.rebuild_every_hours:
+            step = arch.rebuild_every_hours * HOUR
+            first = T0 - 5 * DAY + arch.rebuild_phase_hours * HOUR
+            self.rebuilds = np.arange(first, END + DAY, step, dtype=float)
         else:
             self.rebuilds = _empty()
         self.cron_nights = (
@@ -407,8 +463,14 @@ class Site:
             for _ in range(counts[seg_no]):
                 self.pages.append(self._page(rng, index, seg_no, spec))
                 index += 1
+        share: float | np.ndarray = arch.cron_share
+        if arch.cron_share_max and len(self.cron_nights):
+            # each night's share of touched rows, from a stream of its own
+            nights = np.random.default_rng(_stable_seed(seed, arch.name, "cron"))
+            share = nights.uniform(arch.cron_share, arch.cron_share_max, len(self.cron_nights))
+            share = share[:, None]
         self.cron_mask = (
-            rng.random((len(self.cron_nights), n_pages)) < arch.cron_share
+            rng.random((len(self.cron_nights), n_pages)) < share
             if len(self.cron_nights)
             else np.zeros((0, n_pages), bool)
         )
@@ -453,6 +515,9 @@ class Site:
             rate = 0.0
         n_edits = rng.poisson(rate * (END - base) / DAY) if rate > 0 else 0
         authored = np.sort(rng.uniform(base, END, size=n_edits))
+        if arch.burst_share and n_edits:
+            authored = self._bursts(authored, index)
+            n_edits = len(authored)
         if arch.release == "deploy":
             at = np.searchsorted(self.deploys, authored, side="left")
             last = len(self.deploys) - 1
@@ -485,6 +550,23 @@ class Site:
             cron_offset=float(rng.uniform(0, 600)),
             cumulative=cumulative.reshape(-1, len(KINDS)),
         )
+
+    def _bursts(self, authored: np.ndarray, index: int) -> np.ndarray:
+        """``burst_share`` of the edits followed by a second one 1-10 h later, when that is
+        still the same local day (``local_offset_hours``); drawn from a stream of the page's
+        own, so the site's other draws are those of an archetype without bursts."""
+        arch = self.archetype
+        rng = np.random.default_rng(_stable_seed(self.seed, arch.name, "burst", str(index)))
+        chosen = rng.random(len(authored)) < arch.burst_share
+        second = authored + rng.uniform(HOUR, 10 * HOUR, len(authored))
+        local = arch.local_offset_hours * HOUR
+        same_day = np.floor((second + local) / DAY) == np.floor((authored + local) / DAY)
+        extra = second[chosen & same_day & (second < END)]
+        return np.sort(np.concatenate((authored, extra)))
+
+    def run_time(self, day: int) -> float:
+        """The virtual time of this site's run ``day`` (at its archetype's ``run_hour``)."""
+        return run_time(day, self.archetype.run_hour)
 
     # -- ground truth -------------------------------------------------------------------
 

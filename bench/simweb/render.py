@@ -123,7 +123,8 @@ def _linkable(site: Site) -> list[Page]:
 
 def page_dates(site: Site, page: Page, t: float) -> tuple[str, str]:
     """(datePublished, dateModified) as the page writes them."""
-    offset = site.archetype.local_offset_hours
+    arch = site.archetype
+    offset = arch.local_offset_hours if arch.page_offset_hours is None else arch.page_offset_hours
     return iso(page.published, offset), iso(site.page_modified(page, t), offset)
 
 

@@ -35,7 +35,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.simweb import metrics, policies
-from bench.simweb.model import ARCHETYPES, QUICK_ARCHETYPES, Site, run_time
+from bench.simweb.model import ARCHETYPES, QUICK_ARCHETYPES, Site
 from bench.simweb.server import SimServer
 from bench.simweb.spider import REPO, decision_quality, fetch_matrix, run_day
 
@@ -153,7 +153,7 @@ def bench_site(
     """Generate, replay, crawl and score one archetype at ``pages`` pages."""
     label = label or name
     site = Site(name, args.seed, pages)
-    times = [run_time(d) for d in range(args.days)]
+    times = [site.run_time(d) for d in range(args.days)]
     tl = site.timeline(times)
     fetch = policies.baselines(tl)
     scores = {policy: metrics.score_fetches(site, tl, f) for policy, f in fetch.items()}
@@ -696,7 +696,7 @@ def rerender(path: Path) -> int:
         if result.get("error"):
             continue
         site = Site(result["archetype"], meta["seed"], result.get("pages", meta["pages"]))
-        tl = site.timeline([run_time(d) for d in range(meta["days"])])
+        tl = site.timeline([site.run_time(d) for d in range(meta["days"])])
         scores = {
             policy: metrics.score_fetches(site, tl, f)
             for policy, f in policies.baselines(tl).items()

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from . import render
-from .model import Site, http_date, run_time
+from .model import Site, http_date
 
 if TYPE_CHECKING:
     from .model import Page
@@ -78,7 +78,7 @@ class SimServer:
         self.httpd.sim = self
         self.port = self.httpd.server_address[1]
         self.origin = f"http://127.0.0.1:{self.port}"
-        self.clock = run_time(0)
+        self.clock = site.run_time(0)
         self.run = 0
         self.hits: list[Hit] = []
         self._lock = threading.Lock()
@@ -146,6 +146,11 @@ class SimServer:
         out = {"Date": http_date(t), **headers}
         if status != 304:
             out["Content-Length"] = str(len(body))
+        # recorded before the answer leaves: once the client has it, its next request may
+        # be handled by another thread first, and the log would be out of order
+        hit = Hit(run, t, path, what, status, page_no, version, conditional, len(body))
+        with self._lock:
+            self.hits.append(hit)
         # not send_response(): it adds a second Date header with the real clock
         req.log_request(status)
         req.send_response_only(status)
@@ -154,9 +159,6 @@ class SimServer:
         req.end_headers()
         if not head and status != 304:
             req.wfile.write(body)
-        hit = Hit(run, t, path, what, status, page_no, version, conditional, len(body))
-        with self._lock:
-            self.hits.append(hit)
 
     def _respond(
         self, path: str, t: float, request_no: int
@@ -247,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
     server = SimServer(Site(args.archetype, args.seed, args.pages), args.port)
-    server.set_clock(run_time(args.day), args.day)
+    server.set_clock(server.site.run_time(args.day), args.day)
     print(f"READY {server.origin}", flush=True)
     try:
         server.httpd.serve_forever()

@@ -29,8 +29,6 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from .model import run_time
-
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -136,7 +134,7 @@ def run_day(
     extra: Sequence[str] = (),
 ) -> RunRecord:
     """Set the clock to run ``day`` and crawl the site once with the spider of ``repo``."""
-    server.set_clock(run_time(day), day)
+    server.set_clock(site.run_time(day), day)
     run_dir = workdir / f"day-{day:02d}"
     run_dir.mkdir(parents=True, exist_ok=True)
     feed, log = run_dir / "feed.jsonl", run_dir / "spider.log"

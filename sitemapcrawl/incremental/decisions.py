@@ -14,6 +14,7 @@ from sitemapcrawl.verify.refetch.decide import (
     decide,
     uses_lastmod,
 )
+from sitemapcrawl.verify.refetch.moves import late_report
 from sitemapcrawl.verify.refetch.policy import Decision
 from sitemapcrawl.verify.refetch.quiet import quiet_audit_size
 from sitemapcrawl.verify.refetch.rates import change_probability, change_rate, rate_history
@@ -93,6 +94,17 @@ class RefetchDecisions:
         )
         run = RunWindow(cut, self._since_last, now, self._run.policy)
         draw = audit_draw(self._run.seed, self._run.run_id, item.url)
+        if (
+            history is not None
+            and history.captured is not None
+            and history.last_fetch is not None
+            and lastmod is not None
+            and lastmod.value is not None
+            and history.previous_raw not in (None, lastmod.raw)
+            and late_report(lastmod, history.captured, shift or 0.0, offset)
+        ):
+            # a lagged sitemap catching up: how far behind our fetch that had it
+            self._standings.by_segment[item.segment].late(history.last_fetch, lastmod.value)
         return decide(lastmod, history, segment, run, draw)
 
     def _prior(self, segment: str) -> tuple[int, float]:

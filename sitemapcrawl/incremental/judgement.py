@@ -207,7 +207,12 @@ class SegmentJudgement:
         validators proved honest, whether a PARTIAL segment's dated subset agreed. Returns
         the report's view of the page-date and validator checks."""
         seg = self._standings.by_segment[segment]
-        if evidence.get("utc_offset_s") is not None:
+        if seg.zone_misses:
+            # the audit found a change the pages' zone hid: the sitemap writes its dates
+            # in another zone (``PageObservations``), read in any zone from now on
+            l2.extra["utc_offset_refuted"] = 1
+            l2.extra.pop("utc_offset_s", None)
+        elif evidence.get("utc_offset_s") is not None and not l2.extra.get("utc_offset_refuted"):
             l2.extra["utc_offset_s"] = evidence["utc_offset_s"]
         if name == "TZ_SHIFT":
             k = evidence.get("k")
@@ -261,6 +266,7 @@ class SegmentJudgement:
                 offset = self._standings.utc_offset(segment)
                 if reports_within(lastmod, (start, end), shift, offset):
                     result[segment][0] += 1
+                    self._standings.by_segment[segment].late(end, lastmod.value)
                     result[segment][1] -= int(counted)
                 elif not reports_within(
                     lastmod, (dt.datetime.min.replace(tzinfo=dt.UTC), end), shift, offset
@@ -306,6 +312,11 @@ class SegmentJudgement:
             l2.tp += late
             l2.fn = max(0.0, l2.fn + misses)
             l2.extra["late_reports"] = int(l2.extra.get("late_reports", 0)) + late
+        seg = self._standings.by_segment[segment]
+        moves = DECAY * float(l2.extra.get("late_moves", 0.0)) + seg.late_moves
+        l2.extra["late_moves"] = round(moves, 3)
+        if seg.late_lag_s > 0:
+            l2.extra["lag_s"] = round(max(float(l2.extra.get("lag_s", 0.0)), seg.late_lag_s))
         return l2
 
     def _pool(self, segment: str) -> tuple[CrossRun, int]:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.incremental.decisions import RefetchDecisions
     from sitemapcrawl.incremental.standing import RunFacts, SegmentStandings
     from sitemapcrawl.incremental.store import UrlState
+    from sitemapcrawl.sitemaps.dates import LastMod
 
 __all__ = ["RANDOM_REASONS", "PageObservations"]
 
@@ -197,6 +198,9 @@ class PageObservations:
                 utc_offset=offset,
             )
         )
+        if changed and not moved and offset is not None and lastmod is not None:
+            moved = _in_any_zone(lastmod, prev, before, shift)
+            seg.zone_misses += moved
         random = reason in RANDOM_REASONS
         change = _Change((seconds, changed), from_dates)
         change.observed = {"changed": changed, "interval_s": seconds, "lastmod_moved": moved}
@@ -277,6 +281,24 @@ class PageObservations:
                     moment.astimezone(dt.UTC), usegmt=True
                 )
         return headers
+
+
+def _in_any_zone(lastmod: LastMod, prev: UrlState, before: dt.datetime, shift: float) -> bool:
+    """Whether lastmod moved since our fetch at ``before`` read in any zone. A date (or a
+    time without a zone) is its whole day in any zone from UTC-12 to UTC+14: read in the
+    pages' zone it may end before our last fetch while in some zone it still holds it, and
+    an edit after that fetch on that day keeps the value. Such a change is no miss: the
+    pages' zone is not the sitemap's."""
+    return bool(
+        delta_l(
+            lastmod,
+            before,
+            prev.fetched_lastmod_raw,
+            compare_raw=True,
+            captured=captured(prev, shift, None),
+            shift=shift,
+        )
+    )
 
 
 def _validator_moved(prev: UrlState, etag: str | None, last_modified: str | None) -> bool | None:

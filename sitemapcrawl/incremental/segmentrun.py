@@ -40,6 +40,19 @@ class SegmentRun:
     wave_changed: int = 0
     wave_expected: float = 0.0
     wave_fetched: int = 0
+    #: Lastmod moves to a time our last fetch already covered (a lagged sitemap catching
+    #: up), and the longest lag they show: our fetch that had the change minus the value.
+    late_moves: int = 0
+    late_lag_s: float = 0.0
+    #: Changes the audit found where the lastmod's date, read in the pages' zone, ended
+    #: before our last fetch but, in some zone, still contained it: the sitemap does not
+    #: write its dates in the pages' zone.
+    zone_misses: int = 0
+
+    def late(self, fetched: dt.datetime, value: dt.datetime) -> None:
+        """Count a late report of a change our fetch at ``fetched`` already had."""
+        self.late_moves += 1
+        self.late_lag_s = max(self.late_lag_s, (fetched - value).total_seconds())
 
     def summary(self, audit_share: float | None) -> dict[str, Any]:
         """The segment's part of ``CrawlState.incremental_summary``; ``audit_share``: the
@@ -78,7 +91,9 @@ def captured(
     later reports that change, already fetched). When the lastmod we saw at that fetch
     already stood inside the window, it had reported the change: a later value, even one
     inside the window, is news of another edit (a static site deploys a source commit
-    made before our fetch after it), not a late report."""
+    made before our fetch after it), not a late report; unless the page we fetched then
+    declared a modification time of its own after that lastmod: it had the edits up to
+    that time, so a later value up to it is a late report (a sitemap rebuilt on a cycle)."""
     if not prev.intervals or not prev.intervals[-1][1]:
         return None
     end = utc(prev.fetched_at)
@@ -87,8 +102,25 @@ def captured(
     window = end - dt.timedelta(seconds=prev.intervals[-1][0]), end
     seen = parse_lastmod(prev.fetched_lastmod_raw) if prev.fetched_lastmod_raw else None
     if seen is not None and reports_within(seen, window, shift, utc_offset):
-        return None
+        declared = _moment(prev.page_modified)
+        if declared is None or not reports_within(seen, (window[0], declared), shift, utc_offset):
+            return None
+        # the page's own time, to the second it names (a lastmod of that second is in it)
+        return window[0], min(end, declared + dt.timedelta(seconds=1))
     return window
+
+
+def _moment(text: str | None) -> dt.datetime | None:
+    """A page's own modification date as an instant: a time with its zone, else None."""
+    parsed = parse_lastmod(text) if text else None
+    if (
+        parsed is None
+        or parsed.value is None
+        or parsed.precision in ("day", "month", "year")
+        or "assumed_utc" in parsed.flags
+    ):
+        return None
+    return parsed.value
 
 
 def audits(counts: dict[str, Any]) -> float:

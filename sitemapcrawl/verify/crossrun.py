@@ -38,6 +38,7 @@ Thresholds (the simulated-web benchmark is where to tune them):
                                    (59 audits see a 5 % miss rate with 95 % power)
 ``POOL_OWN_AUDITS``       20       a segment's own audited pages, none a miss, before it
                                    may be trusted on its site's pooled score
+``LATE_MOVES``            3        late reports (decayed) before the reason names the lag
 ========================  =======  ===========================================================
 
 **Pooling** (docs/verification.md, "Pooling across segments"). A segment whose pages
@@ -86,6 +87,7 @@ RECOVER_RUNS = 2
 ONCE_STALE = "once_stale"
 STAMP_AUDITS = 60
 POOL_OWN_AUDITS = 20
+LATE_MOVES = 3
 
 #: Verdicts whose lastmod may drive refetch decisions.
 TRUSTING = frozenset({"TRUSTED", "PROVISIONAL", "OVER_REPORTING"})
@@ -322,7 +324,26 @@ def combine(
     _unsampled(run)
     run.pooled = run.pool_metrics()
     _once_stale(run)
-    return _over_reporting(run) or _trusted(run) or run.result(run.static_name, run.static_reason)
+    name, reason, evidence = (
+        _over_reporting(run) or _trusted(run) or run.result(run.static_name, run.static_reason)
+    )
+    return name, _lagged(l2, name, reason), evidence
+
+
+def _lagged(l2: CrossRun, name: str, reason: str) -> str:
+    """A usable or undecided verdict's reason, with what the late reports say: a sitemap
+    that reports changes hours after they happen (rebuilt on a cycle) is late, not wrong.
+    The lag is the longest one the late reports show (``lag_s``): our fetch that already
+    had a change, minus the time the lastmod later gave it; the sitemap read then was at
+    least that far behind the pages."""
+    moves = float(l2.extra.get("late_moves", 0.0))
+    lag = float(l2.extra.get("lag_s", 0.0))
+    if name not in TRUSTING | {"UNVERIFIABLE"} or round(moves) < LATE_MOVES or lag < 3600:
+        return reason
+    return (
+        f"{reason} Its sitemap is late, not wrong: lagged by about {lag / 3600:.0f} h "
+        f"({moves:.0f} lastmod moves reported changes our earlier fetch already had)."
+    )
 
 
 _Result = tuple[str, str, dict[str, Any]]
