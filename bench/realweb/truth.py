@@ -56,11 +56,15 @@ _SENTENCE = re.compile(r"(?<=[.!?:;\u0964\u3002\uff01\uff1f])\s+")
 #: Zero-width characters, the replacement character and private-use icon glyphs.
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060\ufeff\ufffd\ue000-\uf8ff]")
 WIDGET_HEADING = re.compile(r"related|recommended|random|read next|you may also like", re.I)
+#: Searched at the start of a word of the class or id (words split at anything but a letter
+#: or digit): ``post-comments``, ``toctree-wrapper``, ``sharedaddy`` are widgets;
+#: Scaladoc's ``shortcomment`` / ``fullcomment`` doc text, a ``protocol`` or ``stock`` box
+#: are not (until version 8 the words were matched anywhere: doc comments were dropped).
 WIDGET = re.compile(
-    r"related|recommend|share|sharing|comment|disqus|toc|pagination|pager|breadcrumb"
-    r"|headerlink|hash-link"
+    r"(?<![a-z0-9])(?:related|recommend|share|sharing|comment|disqus|toc|pagination|pager"
+    r"|breadcrumb|headerlink|hash-link)"
 )
-TRUTH_VERSION = 8
+TRUTH_VERSION = 9
 
 
 def main_content(body: bytes, strip_hosts: list[str]) -> tuple[str, list[str]]:
