@@ -231,20 +231,15 @@ class ReportElection:
         server.sadd(self.workers_key, self.me)
         server.expire(self.workers_key, _KEYS_TTL)
 
-    def publish(self, share: bytes) -> None:
-        """Publish this worker's share (once)."""
-        if self.published:
-            return
-        self.server.hset(self.shares_key, self.me, share)
-        self.server.expire(self.shares_key, _KEYS_TTL)
-        self.published = True
-
     def publish_share(
         self, context: CrawlContext, links: LinkFollowers | None, stats: StatsCollector
     ) -> None:
         """Publish this worker's discovery (``sitemapcrawl.shares``), once."""
-        if not self.published:
-            self.publish(pack(context, links, stats))
+        if self.published:
+            return
+        self.server.hset(self.shares_key, self.me, pack(context, links, stats))
+        self.server.expire(self.shares_key, _KEYS_TTL)
+        self.published = True
 
     def turn(
         self, context: CrawlContext, links: LinkFollowers, stats: StatsCollector

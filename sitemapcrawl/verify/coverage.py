@@ -219,10 +219,7 @@ class CoverageTally:
 
     def add(self, url: str) -> None:
         """One sitemap URL (emitted once)."""
-        self.listed += 1
-        origin, section = _origin_and_section(url)
-        self.sections[section] += 1
-        self.hosts[origin] += 1
+        self.add_all([url])
 
     def add_all(self, urls: list[str]) -> None:
         """:meth:`add` for each of ``urls``.

@@ -261,21 +261,7 @@ class SegmentSampler:
         >>> s.population()["recent"], [(p.stratum, p.lastmod.raw) for p in s.sample()]
         (1, [('recent', '2024-05-30'), ('none', 'never')])
         """
-        h = _keyed_hash(self._key, url)
-        if iso is None:
-            name = "none"
-        else:
-            value = datetime.fromisoformat(iso)
-            name = (
-                "recent"
-                if value >= self._recent_from
-                else "year"
-                if value >= self._year_from
-                else "old"
-            )
-        self._population[name] += 1
-        self._strata[name].offer(h, url, raw)
-        self._panel.offer(h, url, raw)
+        self._offer_rows(((url, iso, raw),))
 
     def offer_items(self, items: Iterable[Any]) -> None:
         """:meth:`offer_exported` for each of a run of URL items (``url``, ``lastmod``: the
@@ -292,11 +278,15 @@ class SegmentSampler:
         >>> a.sample() == b.sample(), a.population() == b.population()
         (True, True)
         """
+        self._offer_rows((item.url, item.lastmod, item.lastmod_raw) for item in items)
+
+    def _offer_rows(self, rows: Iterable[tuple[str, str | None, str | None]]) -> None:
+        """The one loop behind :meth:`offer_exported` and :meth:`offer_items`: each row's
+        keyed hash, its stratum from the ISO text, the bottom-k heaps."""
         key, recent_from, year_from = self._key, self._recent_from, self._year_from
         population, strata, panel = self._population, self._strata, self._panel.offer
         parse = datetime.fromisoformat
-        for item in items:
-            url, iso = item.url, item.lastmod
+        for url, iso, raw in rows:
             h = _keyed_hash(key, url)
             if iso is None:
                 name = "none"
@@ -304,8 +294,8 @@ class SegmentSampler:
                 value = parse(iso)
                 name = "recent" if value >= recent_from else "year" if value >= year_from else "old"
             population[name] += 1
-            strata[name].offer(h, url, item.lastmod_raw)
-            panel(h, url, item.lastmod_raw)
+            strata[name].offer(h, url, raw)
+            panel(h, url, raw)
 
     def population(self) -> dict[str, int]:
         """URLs offered per stratum (the weights W_h of :func:`stratified_proportion`)."""
