@@ -400,9 +400,17 @@ class CrawlState:
     ) -> dict[str, Any] | None:
         """Record a page we fetched (:meth:`PageObservations.observe`)."""
         observed = self.pages_seen.observe(url, segment, reason, **fetch)
-        if observed is not None and observed["changed"]:
+        if observed and observed["changed"]:
             self.url_changes.saw_change(url, segment)
         return observed
+
+    def settle_pages(self) -> list[tuple[str, str, str, dict[str, Any]]]:
+        """Record the pages :meth:`observe_page` held (:meth:`PageObservations.settle`)."""
+        settled = self.pages_seen.settle()
+        for url, segment, _, observed in settled:
+            if observed.get("changed"):
+                self.url_changes.saw_change(url, segment)
+        return settled
 
     def page_validators(self, url: str, segment: str) -> dict[str, str]:
         """Conditional headers to refetch ``url`` (:meth:`PageObservations.validators`)."""
@@ -417,6 +425,7 @@ class CrawlState:
         self, segment: str, static_name: str, static_reason: str, evidence: dict[str, Any]
     ) -> tuple[str, str, dict[str, Any]]:
         """The segment's verdict across runs, saved (:meth:`SegmentJudgement.judge`)."""
+        self.settle_pages()
         return self.judgement.judge(segment, static_name, static_reason, evidence)
 
     def changes(self, only: set[str] | None = None) -> dict[str, Any]:
@@ -466,6 +475,7 @@ class CrawlState:
             return
         self.closed = True
         try:
+            self.settle_pages()
             self.flush()
             self.store.sitemaps.save_backlog(self.origin, self.run_id, self.sitemaps.left)
             now = dt.datetime.now(dt.UTC).replace(microsecond=0)

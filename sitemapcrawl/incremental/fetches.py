@@ -5,6 +5,7 @@ miss waiting for the sitemap to report it)."""
 from __future__ import annotations
 
 import json
+import zlib
 from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.incremental.store import path_of, url_of
@@ -16,6 +17,10 @@ if TYPE_CHECKING:
 
 #: Fetch intervals kept per URL for its change-rate estimate (the most recent ones).
 MAX_INTERVALS = 32
+
+#: A page's content (``PageEvidence.content``) longer than this is not kept: too long to
+#: compare word by word anyway (``verify.commonmode.MAX_WORDS``).
+MAX_CONTENT_CHARS = 400_000
 
 
 def _json_list(values: list[Any]) -> str | None:
@@ -41,6 +46,17 @@ class FetchStore:
         ).fetchone()[0]
         return max(int(count), 1)
 
+    def content(self, origin: str, url: str) -> str | None:
+        """What our last fetch of ``url`` read (``PageEvidence.content``), when kept."""
+        origin_id = self.store.name_id(origin)
+        if origin_id is None:
+            return None
+        row = self.store.db.execute(
+            "SELECT content FROM page_content WHERE origin = ? AND path = ?",
+            (origin_id, path_of(origin, url)),
+        ).fetchone()
+        return zlib.decompress(row[0]).decode("utf-8", "replace") if row is not None else None
+
     def record(
         self,
         origin: str,
@@ -57,13 +73,16 @@ class FetchStore:
         interval: tuple[float, bool] | None,
         miss: tuple[str, bool] | None = None,
         page_intervals: Sequence[tuple[float, bool]] = (),
+        content: str | None = None,
     ) -> None:
         """One page fetched by us; ``interval`` (seconds since our previous fetch, content
         changed) extends the URL's change history, ``page_intervals`` the one its own dates
         give. ``miss``: the content changed and the
         lastmod did not say so: (the previous fetch's time, whether the miss was counted);
         it waits in the URL's row for a later lastmod that covers it (see
-        :meth:`open_misses`)."""
+        :meth:`open_misses`). ``content``: what this fetch read (``PageEvidence.content``),
+        kept compressed for the next fetch to compare with; ``""`` forgets the one kept,
+        None leaves it (a ``304``: the page we read last time)."""
         db = self.store.db
         db.execute("BEGIN")
         try:
@@ -107,6 +126,15 @@ class FetchStore:
                         *key,
                     ),
                 )
+            if content is not None:
+                if content and len(content) <= MAX_CONTENT_CHARS:
+                    db.execute(
+                        "INSERT OR REPLACE INTO page_content (origin, path, content) "
+                        "VALUES (?, ?, ?)",
+                        (*key, zlib.compress(content.encode("utf-8", "replace"))),
+                    )
+                else:
+                    db.execute("DELETE FROM page_content WHERE origin = ? AND path = ?", key)
             if miss is not None:
                 db.execute(
                     "UPDATE urls SET miss_since = ?, miss_at = ?, miss_run = ?, "

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.incremental.segmentrun import captured, utc
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
+from sitemapcrawl.verify.commonmode import CommonEdits, edit_signatures
 from sitemapcrawl.verify.crossrun import Observation, url_runs
 from sitemapcrawl.verify.refetch.audits import audit_draw
 from sitemapcrawl.verify.refetch.moves import delta_l
@@ -56,6 +58,20 @@ class _Change:
     miss: tuple[str, bool] | None = None  # (previous fetch's time, counted)
 
 
+@dataclass(slots=True)
+class _Held:
+    """A page whose content changed by edits that may be the template's: its observation
+    waits until the run has compared enough pages to tell (:meth:`PageObservations.settle`)."""
+
+    url: str
+    segment: str
+    reason: str
+    fetch: dict[str, Any]
+    host: str
+    edits: frozenset[str]
+    observed: dict[str, Any]
+
+
 class PageObservations:
     """The pages one run fetched, recorded against what the state knew of them.
 
@@ -82,6 +98,8 @@ class PageObservations:
         self._conditional = conditional
         self._flush = flush
         self._clock = clock
+        self._edits = CommonEdits()
+        self._held: list[_Held] = []
 
     def observe(
         self,
@@ -96,13 +114,80 @@ class PageObservations:
         http_last_modified: str | None,
         etag: str | None,
         not_modified: bool = False,
+        content: str | None = None,
     ) -> dict[str, Any] | None:
         """Record a fetched page; returns the change observation when we had fetched it
         before (``changed``, ``interval_s``, ``lastmod_moved``). ``not_modified``: it
-        answered ``304`` to our conditional request: it is what we fetched last time."""
+        answered ``304`` to our conditional request: it is what we fetched last time.
+        ``content``: what the fingerprint hashed (``PageEvidence.content``). A page whose
+        content changed is held, its observation an empty dict filled by :meth:`settle`,
+        when its edits may be a template's (``verify.commonmode``)."""
         run = self._run
         self._flush()
         prev = run.store.url(run.origin, url)
+        fetch: dict[str, Any] = {
+            "status": status,
+            "fetched_at": fetched_at,
+            "fingerprint": fingerprint,
+            "page_modified": page_modified,
+            "http_last_modified": http_last_modified,
+            "etag": etag,
+            "not_modified": not_modified,
+            "content": None if not_modified else (content or ""),
+        }
+        if prev is None or prev.fingerprint is None or fingerprint is None or not_modified:
+            return self._observe(url, segment, reason, prev, fetch)
+        host = urllib.parse.urlsplit(url).netloc
+        if fingerprint == prev.fingerprint:
+            self._edits.add(host, url, frozenset())
+            return self._observe(url, segment, reason, prev, fetch)
+        before = run.fetches.content(run.origin, url)
+        edits = edit_signatures(before, content) if before and content else None
+        if edits is None:
+            return self._observe(url, segment, reason, prev, fetch)
+        self._edits.add(host, url, edits)
+        held = _Held(url, segment, reason, fetch, host, edits, {})
+        self._held.append(held)
+        return held.observed
+
+    def settle(self) -> list[tuple[str, str, str, dict[str, Any]]]:
+        """Record the pages held so far (:meth:`observe`), each as changed unless every one
+        of its edits is the template's by now (``CommonEdits.template_only``): (url,
+        segment, reason, observation) of each."""
+        held, self._held = self._held, []
+        if held:
+            self._flush()
+        settled = []
+        for page in held:
+            template = self._edits.template_only(page.host, page.edits)
+            prev = self._run.store.url(self._run.origin, page.url)
+            observed = self._observe(
+                page.url, page.segment, page.reason, prev, page.fetch, template=template
+            )
+            if observed is not None:
+                page.observed.update(observed)
+                if template:
+                    page.observed["template_edit"] = True
+                    self._standings.by_segment[page.segment].template_edits += 1
+            settled.append((page.url, page.segment, page.reason, page.observed))
+        return settled
+
+    def _observe(
+        self,
+        url: str,
+        segment: str,
+        reason: str,
+        prev: UrlState | None,
+        fetch: dict[str, Any],
+        *,
+        template: bool = False,
+    ) -> dict[str, Any] | None:
+        """:meth:`observe` once the page's change is known; ``template``: its content
+        changed by template edits alone, no change of its own."""
+        run = self._run
+        fingerprint, page_modified = fetch["fingerprint"], fetch["page_modified"]
+        http_last_modified, etag = fetch["http_last_modified"], fetch["etag"]
+        not_modified, fetched_at = fetch["not_modified"], fetch["fetched_at"]
         if not_modified and prev is not None:
             fingerprint, page_modified = prev.fingerprint, prev.page_modified
             http_last_modified, etag = prev.http_last_modified, prev.etag
@@ -127,6 +212,7 @@ class PageObservations:
                 page_modified=page_modified,
                 validators=(etag, http_last_modified),
                 not_modified=not_modified,
+                template=template,
             )
             if change is not None:
                 from_dates = change.from_dates
@@ -136,7 +222,7 @@ class PageObservations:
             url,
             fetched_at=format_utc(fetched_at.replace(microsecond=0)),
             reason=reason,
-            status=status,
+            status=fetch["status"],
             fingerprint=fingerprint,
             page_modified=page_modified,
             http_last_modified=http_last_modified,
@@ -144,6 +230,7 @@ class PageObservations:
             interval=change.interval if change is not None else None,
             miss=change.miss if change is not None else None,
             page_intervals=from_dates,
+            content=fetch["content"] if fingerprint is not None else None,
         )
         return change.observed if change is not None else None
 
@@ -158,15 +245,17 @@ class PageObservations:
         page_modified: str | None,
         validators: tuple[str | None, str | None],
         not_modified: bool,
+        template: bool,
     ) -> _Change | None:
-        """This fetch against our previous one: content changed or not, and whether the
-        page's own date, its validators and its lastmod said so (this run's counts)."""
+        """This fetch against our previous one: content changed or not (``template``: by
+        template edits alone, which is not), and whether the page's own date, its
+        validators and its lastmod said so (this run's counts)."""
         run = self._run
         before = utc(prev.fetched_at)
         if before is None or prev.fetched_at is None:
             return None
         seconds = max((fetched_at - before).total_seconds(), 0.0)
-        changed = fingerprint != prev.fingerprint
+        changed = fingerprint != prev.fingerprint and not template
         seg = self._standings.by_segment[segment]
         if reason in WAVE_REASONS and self._decisions.untrusted(segment):
             seg.wave_pages += 1

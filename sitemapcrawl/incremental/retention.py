@@ -110,6 +110,7 @@ def _drop_site(store: StateStore, origin: str, pruned: Pruned) -> None:
     origin_id = store.name_id(origin)
     if origin_id is not None:
         pruned.urls += db.execute("DELETE FROM urls WHERE origin = ?", (origin_id,)).rowcount
+        db.execute("DELETE FROM page_content WHERE origin = ?", (origin_id,))
     for table in _BY_ORIGIN:
         removed = db.execute(f"DELETE FROM {table} WHERE origin = ?", (origin,)).rowcount  # noqa: S608 - a table name of ours
         if table == "sitemaps":
@@ -138,6 +139,11 @@ def _drop_old_runs(store: StateStore, origin: str, keep: int, pruned: Pruned) ->
         pruned.urls += db.execute(
             "DELETE FROM urls WHERE origin = ? AND last_run < ?", (origin_id, oldest)
         ).rowcount
+        db.execute(
+            "DELETE FROM page_content AS c WHERE origin = ?1 AND NOT EXISTS "
+            "(SELECT 1 FROM urls AS u WHERE u.origin = ?1 AND u.path = c.path)",
+            (origin_id,),
+        )
 
 
 def size(store: StateStore) -> dict[str, Any]:

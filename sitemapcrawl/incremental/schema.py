@@ -253,6 +253,17 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (origin, url)
     ) WITHOUT ROWID;
     """,
+    # 10: what our last fetch of each page read (its masked main text and link targets,
+    # zlib-compressed): the next fetch says *what* changed, and an edit made the same way
+    # on many pages of one run is the template's (``verify.commonmode``)
+    """
+    CREATE TABLE page_content (
+        origin INTEGER NOT NULL,
+        path TEXT NOT NULL,
+        content BLOB NOT NULL,
+        PRIMARY KEY (origin, path)
+    ) WITHOUT ROWID;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -48,6 +48,9 @@ class SegmentRun:
     #: before our last fetch but, in some zone, still contained it: the sitemap does not
     #: write its dates in the pages' zone.
     zone_misses: int = 0
+    #: Pages whose content changed only by edits made the same way on many pages of the
+    #: run (a template edit: ``verify.commonmode``): no change of theirs.
+    template_edits: int = 0
 
     def late(self, fetched: dt.datetime, value: dt.datetime) -> None:
         """Count a late report of a change our fetch at ``fetched`` already had."""
@@ -73,6 +76,8 @@ class SegmentRun:
                 "expected": round(self.wave_expected, 3),
                 "refetched": self.wave_fetched,
             }
+        if self.template_edits:
+            summary["template_edits"] = self.template_edits
         return summary
 
 

@@ -228,7 +228,7 @@ class PageFetcher:
         ``304`` to our conditional request: what we fetched last time)."""
         site = self._context.site_of(segment)
         self._inc(site, _R + f"status_count/{response.status}")
-        fingerprint = page_modified = http_modified = etag = None
+        fingerprint = page_modified = http_modified = etag = content = None
         not_modified = response.status == 304 and bool(
             request.headers.get(b"If-None-Match") or request.headers.get(b"If-Modified-Since")
         )
@@ -244,6 +244,7 @@ class PageFetcher:
             page_modified = best.value.iso if best is not None and best.value else None
             http_modified = evidence.http_last_modified.iso if evidence.http_last_modified else None
             etag = evidence.etag
+            content = evidence.content
         observed = state.observe_page(
             request.url,
             segment,
@@ -255,9 +256,24 @@ class PageFetcher:
             http_last_modified=http_modified,
             etag=etag,
             not_modified=not_modified,
+            content=content,
         )
-        if observed is not None:
+        if observed:  # (held: counted when settled)
             self._inc(site, _R + ("changed_count" if observed["changed"] else "unchanged_count"))
+
+    def settle(self, state: CrawlState) -> None:
+        """Record the pages held for the common-mode rule (``CrawlState.settle_pages``),
+        counted: a refetch's change as any other, and each template edit."""
+        for _, segment, reason, observed in state.settle_pages():
+            if not observed:
+                continue
+            site = self._context.site_of(segment)
+            prefix = _P if reason in ("sample", "panel") else _R
+            if prefix == _R:
+                changed = observed["changed"]
+                self._inc(site, _R + ("changed_count" if changed else "unchanged_count"))
+            if observed.get("template_edit"):
+                self._inc(site, prefix + "template_edit_count")
 
     # -- judging a sampled page ----------------------------------------------------------
 
@@ -282,6 +298,7 @@ class PageFetcher:
         else:
             outcome, page_modified = self._read_page(response, record, sampled, result)
         result["outcome"] = outcome
+        content = result.pop("content", None)  # for the state file, not the report
         self._inc(record.site, _P + f"outcome_count/{outcome.split(':')[0]}")
         state = self._context.state
         if state is not None:
@@ -295,6 +312,7 @@ class PageFetcher:
                 page_modified=page_modified,
                 http_last_modified=result.get("http_last_modified"),
                 etag=result.get("etag"),
+                content=content,
             )
             if observed is not None:
                 result["change"] = observed
@@ -337,6 +355,7 @@ class PageFetcher:
             ),
             etag=evidence.etag,
             fingerprint=evidence.fingerprint,
+            content=evidence.content,
             problems=problems,
         )
         self._inc(record.site, _P + "fetched_count")

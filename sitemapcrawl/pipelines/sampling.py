@@ -362,8 +362,11 @@ class PageSamplingPipeline:
             await fetcher.fetch(iter(more))
         if state is not None and state.pending:
             await fetcher.fetch(fetcher.refetches(state, sampled))
+        if state is not None:
+            fetcher.settle(state)  # before the waves: a template edit is no wave
         if state is not None and state.pages and state.incremental:
             await fetcher.fetch(fetcher.waves(state))
+            fetcher.settle(state)
         following = self.links.active()
         if following:
             engine = self.crawler.engine

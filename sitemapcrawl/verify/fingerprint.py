@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 __all__ = [
     "EMPTY_FINGERPRINT",
     "content_fingerprint",
+    "content_tree",
+    "fingerprint_of",
     "fingerprint_tree",
 ]
 
@@ -220,6 +222,17 @@ def _droppable(el: Any) -> bool:
 
 def fingerprint_tree(root: Any) -> tuple[str, int]:
     """Hash the masked main text of *root*; mutates the tree (call it last)."""
+    return fingerprint_of(*content_tree(root))
+
+
+def fingerprint_of(masked: str, links: str) -> tuple[str, int]:
+    """The fingerprint of :func:`content_tree`'s output: digest and text length."""
+    return _digest(f"{masked}\n{links}" if links else masked), len(masked)
+
+
+def content_tree(root: Any) -> tuple[str, str]:
+    """What :func:`fingerprint_tree` hashes: the masked main text of *root* and the
+    masked, sorted link targets of its kept content (space-separated); mutates the tree."""
     for el in list(root.iter(*_DROP_TAGS)):
         el.drop_tree()
     for el in list(root.iter()):
@@ -239,7 +252,7 @@ def fingerprint_tree(root: Any) -> tuple[str, int]:
         text = _normalise(" ".join(chosen[0].itertext()))
     masked = _normalise(_mask(text))
     links = _mask(" ".join(sorted({k for el in chosen for k in _link_keys(el)})))
-    return _digest(f"{masked}\n{links}" if links else masked), len(masked)
+    return masked, links
 
 
 def _link_keys(scope: Any) -> Iterator[str]:

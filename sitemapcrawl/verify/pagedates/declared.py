@@ -66,6 +66,10 @@ class PageEvidence:
     fingerprint: str
     text_length: int
     problems: tuple[str, ...]
+    #: What the fingerprint hashes, as text: the masked main text, then a newline and the
+    #: masked link targets (``verify.fingerprint.content_tree``); kept to say *what*
+    #: changed between two fetches (``verify.commonmode``). Empty for no HTML text.
+    content: str = ""
 
 
 @dataclass(frozen=True, slots=True)

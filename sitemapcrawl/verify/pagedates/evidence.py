@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from sitemapcrawl.sitemaps.dates import parse_feed_date
-from sitemapcrawl.verify.fingerprint import EMPTY_FINGERPRINT, fingerprint_tree
+from sitemapcrawl.verify.fingerprint import EMPTY_FINGERPRINT, content_tree, fingerprint_of
 from sitemapcrawl.verify.intervals import _utc
 from sitemapcrawl.verify.pagedates.declared import (
     DateEvidence,
@@ -103,13 +103,16 @@ def page_evidence(
 
     content_type = hdrs.get("content-type")
     fingerprint, text_length = EMPTY_FINGERPRINT
+    content = ""
     if not body.strip():
         problems.add("empty")
     elif not _looks_like_html(body, content_type, encoding):
         problems.add("not_html")
         fingerprint = hashlib.blake2b(body, digest_size=16).hexdigest()
     else:
-        fingerprint, text_length = _read_html(body, url, content_type, encoding, found)
+        masked, links = _read_html(body, url, content_type, encoding, found)
+        fingerprint, text_length = fingerprint_of(masked, links)
+        content = f"{masked}\n{links}" if links else masked
 
     return _resolve(
         found,
@@ -119,13 +122,15 @@ def page_evidence(
         etag=etag,
         fingerprint=fingerprint,
         text_length=text_length,
+        content=content,
     )
 
 
 def _read_html(
     body: bytes, url: str, content_type: str | None, encoding: str | None, found: _Found
-) -> tuple[str, int]:
-    """The dates of an HTML page into ``found``; its fingerprint and text length."""
+) -> tuple[str, str]:
+    """The dates of an HTML page into ``found``; its masked main text and link targets
+    (``verify.fingerprint.content_tree``)."""
     past: list[Any] = []
     if len(body) > MAX_HTML_BYTES:
         found.problems.add("truncated")
@@ -135,9 +140,9 @@ def _read_html(
     data = html5(_decode(body, content_type, encoding).encode("utf-8", "replace"))
     root = _tree(data)
     if root is None:
-        return EMPTY_FINGERPRINT
+        return "", ""
     _extract_dates(root, data, url, found, past)
-    return fingerprint_tree(root)
+    return content_tree(root)
 
 
 def _extract_dates(

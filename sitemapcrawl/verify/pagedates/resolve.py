@@ -60,6 +60,7 @@ def _resolve(
     etag: str | None,
     fingerprint: str,
     text_length: int,
+    content: str = "",
 ) -> PageEvidence:
     mod, pub, problems = found.mod, found.pub, found.problems
 
@@ -126,4 +127,5 @@ def _resolve(
         fingerprint=fingerprint,
         text_length=text_length,
         problems=tuple(sorted(problems)),
+        content=content,
     )
