@@ -408,6 +408,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["build"]:  # its options are build.py's (REMAINDER drops leading ones)
+        return build.main(argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("build", help="build the pairs (bench/pagepairs/build.py)")

@@ -153,6 +153,7 @@ class CrawlState:
             pages=pages,
             first_audit=self.first_audit,
         )
+        self.url_changes = UrlChanges(store, origin, self.sitemaps, self._run_changes)
         self.pages_seen = PageObservations(
             run,
             standings,
@@ -161,9 +162,9 @@ class CrawlState:
             conditional=self.conditional_pages,
             flush=self.flush,
             clock=self._clock,
+            saw_change=self.url_changes.saw_change,
         )
         self.judgement = SegmentJudgement(run, standings, flush=self.flush, clock=self._clock)
-        self.url_changes = UrlChanges(store, origin, self.sitemaps, self._run_changes)
 
     @classmethod
     def open(
@@ -404,14 +405,6 @@ class CrawlState:
             self.url_changes.saw_change(url, segment)
         return observed
 
-    def settle_pages(self) -> list[tuple[str, str, str, dict[str, Any]]]:
-        """Record the pages :meth:`observe_page` held (:meth:`PageObservations.settle`)."""
-        settled = self.pages_seen.settle()
-        for url, segment, _, observed in settled:
-            if observed.get("changed"):
-                self.url_changes.saw_change(url, segment)
-        return settled
-
     def page_validators(self, url: str, segment: str) -> dict[str, str]:
         """Conditional headers to refetch ``url`` (:meth:`PageObservations.validators`)."""
         return self.pages_seen.validators(url, segment)
@@ -425,7 +418,7 @@ class CrawlState:
         self, segment: str, static_name: str, static_reason: str, evidence: dict[str, Any]
     ) -> tuple[str, str, dict[str, Any]]:
         """The segment's verdict across runs, saved (:meth:`SegmentJudgement.judge`)."""
-        self.settle_pages()
+        self.pages_seen.settle()  # the pages held for the common-mode rule
         return self.judgement.judge(segment, static_name, static_reason, evidence)
 
     def changes(self, only: set[str] | None = None) -> dict[str, Any]:
@@ -475,7 +468,7 @@ class CrawlState:
             return
         self.closed = True
         try:
-            self.settle_pages()
+            self.pages_seen.settle()
             self.flush()
             self.store.sitemaps.save_backlog(self.origin, self.run_id, self.sitemaps.left)
             now = dt.datetime.now(dt.UTC).replace(microsecond=0)

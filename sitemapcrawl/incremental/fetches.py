@@ -57,6 +57,16 @@ class FetchStore:
         ).fetchone()
         return zlib.decompress(row[0]).decode("utf-8", "replace") if row is not None else None
 
+    def _keep_content(self, key: tuple[int | None, str], content: str) -> None:
+        """Keep a page's content for the next fetch to compare with ("": forget it)."""
+        if content and len(content) <= MAX_CONTENT_CHARS:
+            self.store.db.execute(
+                "INSERT OR REPLACE INTO page_content (origin, path, content) VALUES (?, ?, ?)",
+                (*key, zlib.compress(content.encode("utf-8", "replace"))),
+            )
+        else:
+            self.store.db.execute("DELETE FROM page_content WHERE origin = ? AND path = ?", key)
+
     def record(
         self,
         origin: str,
@@ -80,9 +90,8 @@ class FetchStore:
         give. ``miss``: the content changed and the
         lastmod did not say so: (the previous fetch's time, whether the miss was counted);
         it waits in the URL's row for a later lastmod that covers it (see
-        :meth:`open_misses`). ``content``: what this fetch read (``PageEvidence.content``),
-        kept compressed for the next fetch to compare with; ``""`` forgets the one kept,
-        None leaves it (a ``304``: the page we read last time)."""
+        :meth:`open_misses`). ``content``: what this fetch read, for the next to compare
+        with (:meth:`_keep_content`; None: leave the one kept, a ``304``)."""
         db = self.store.db
         db.execute("BEGIN")
         try:
@@ -127,14 +136,7 @@ class FetchStore:
                     ),
                 )
             if content is not None:
-                if content and len(content) <= MAX_CONTENT_CHARS:
-                    db.execute(
-                        "INSERT OR REPLACE INTO page_content (origin, path, content) "
-                        "VALUES (?, ?, ?)",
-                        (*key, zlib.compress(content.encode("utf-8", "replace"))),
-                    )
-                else:
-                    db.execute("DELETE FROM page_content WHERE origin = ? AND path = ?", key)
+                self._keep_content(key, content)
             if miss is not None:
                 db.execute(
                     "UPDATE urls SET miss_since = ?, miss_at = ?, miss_run = ?, "

@@ -90,6 +90,7 @@ class PageObservations:
         conditional: bool,
         flush: Callable[[], None],
         clock: Callable[[], dt.datetime],
+        saw_change: Callable[[str, str], None] = lambda url, segment: None,
     ) -> None:
         self._run = run
         self._standings = standings
@@ -98,6 +99,7 @@ class PageObservations:
         self._conditional = conditional
         self._flush = flush
         self._clock = clock
+        self._saw_change = saw_change
         self._edits = CommonEdits()
         self._held: list[_Held] = []
 
@@ -169,6 +171,8 @@ class PageObservations:
                 if template:
                     page.observed["template_edit"] = True
                     self._standings.by_segment[page.segment].template_edits += 1
+                if observed["changed"]:
+                    self._saw_change(page.url, page.segment)
             settled.append((page.url, page.segment, page.reason, page.observed))
         return settled
 
@@ -247,33 +251,19 @@ class PageObservations:
         not_modified: bool,
         template: bool,
     ) -> _Change | None:
-        """This fetch against our previous one: content changed or not (``template``: by
-        template edits alone, which is not), and whether the page's own date, its
-        validators and its lastmod said so (this run's counts)."""
+        """This fetch against our previous one: content changed or not, and whether the
+        page's own date, its validators and its lastmod said so (this run's counts).
+        ``template``: it changed by template edits alone: a change of the page as served
+        (its rate, the wave, the change list); when its lastmod did not move, not one of
+        its own content, which is what its lastmod and its own date answer for (no miss).
+        A lastmod that moved reported a change, whatever made it."""
         run = self._run
         before = utc(prev.fetched_at)
         if before is None or prev.fetched_at is None:
             return None
         seconds = max((fetched_at - before).total_seconds(), 0.0)
-        changed = fingerprint != prev.fingerprint and not template
+        changed = fingerprint != prev.fingerprint
         seg = self._standings.by_segment[segment]
-        if reason in WAVE_REASONS and self._decisions.untrusted(segment):
-            seg.wave_pages += 1
-            seg.wave_changed += changed
-            seg.wave_expected += self._decisions.change_probability(segment, prev, seconds)
-        from_dates, check = page_date_intervals(
-            fetched_at=fetched_at,
-            page_date=_page_moment(page_modified),
-            previous_fetch=before,
-            previous_date=_page_moment(prev.page_modified),
-            changed=changed,
-            cap=run.policy.max_age.total_seconds(),
-        )
-        if check is not None:
-            seg.page_checks[check] += 1
-        moved_validator = _validator_moved(prev, *validators)
-        if changed and moved_validator is not None and not not_modified:
-            seg.validator_checks["hit" if moved_validator else "miss"] += 1
         lastmod = parse_lastmod(prev.lastmod_raw) if prev.lastmod_raw else None
         shift, offset = self._standings.shift(segment) or 0.0, self._standings.utc_offset(segment)
         moved = bool(
@@ -287,16 +277,34 @@ class PageObservations:
                 utc_offset=offset,
             )
         )
-        if changed and not moved and offset is not None and lastmod is not None:
+        own = changed and (moved or not template)
+        if own and not moved and offset is not None and lastmod is not None:
             moved = _in_any_zone(lastmod, prev, before, shift)
             seg.zone_misses += moved
+        if reason in WAVE_REASONS and self._decisions.untrusted(segment):
+            seg.wave_pages += 1
+            seg.wave_changed += changed
+            seg.wave_expected += self._decisions.change_probability(segment, prev, seconds)
+        from_dates, check = page_date_intervals(
+            fetched_at=fetched_at,
+            page_date=_page_moment(page_modified),
+            previous_fetch=before,
+            previous_date=_page_moment(prev.page_modified),
+            changed=own,
+            cap=run.policy.max_age.total_seconds(),
+        )
+        if check is not None:
+            seg.page_checks[check] += 1
+        moved_validator = _validator_moved(prev, *validators)
+        if changed and moved_validator is not None and not not_modified:
+            seg.validator_checks["hit" if moved_validator else "miss"] += 1
         random = reason in RANDOM_REASONS
         change = _Change((seconds, changed), from_dates)
         change.observed = {"changed": changed, "interval_s": seconds, "lastmod_moved": moved}
         if lastmod is None or lastmod.value is None:
             return change
         lagging = False
-        if changed and not moved and random:
+        if own and not moved and random:
             # A miss, unless the sitemap was built before the change could be in it;
             # either way a later lastmod covering it settles it.
             lagging = self._lag_explains(prev.sitemap, before, page_modified)
@@ -305,9 +313,9 @@ class PageObservations:
             seg.lag_pending += lagging
         if not lagging:
             runs = 1.0
-            if random and not moved and not changed:
+            if random and not moved and not own:
                 runs = url_runs(run.fetches.runs_since(run.origin, prev.url, run.run_id))
-            seg.observations.append(Observation(moved, changed, random, runs))
+            seg.observations.append(Observation(moved, own, random, runs))
         return change
 
     def waves(self, fetched: set[str]) -> Iterator[tuple[str, str, str]]:

@@ -262,9 +262,9 @@ class PageFetcher:
             self._inc(site, _R + ("changed_count" if observed["changed"] else "unchanged_count"))
 
     def settle(self, state: CrawlState) -> None:
-        """Record the pages held for the common-mode rule (``CrawlState.settle_pages``),
+        """Record the pages held for the common-mode rule (``PageObservations.settle``),
         counted: a refetch's change as any other, and each template edit."""
-        for _, segment, reason, observed in state.settle_pages():
+        for _, segment, reason, observed in state.pages_seen.settle():
             if not observed:
                 continue
             site = self._context.site_of(segment)
