@@ -20,8 +20,9 @@ Static files are served from ROOT; a ``ROOT/_redirects`` file (lines ``/from /to
 as on static hosts) redirects those paths (301 by default). Text-like files (``.xml .txt
 .html .htm .rss .atom .json``) get the placeholders ``{base}`` (``http://127.0.0.1:PORT``) and
 ``{alt}`` (``http://localhost:PORT``, the same server under a second host name) and
-``{now}`` (the server's clock)
-replaced, byte-wise. Static responses carry ``Date``, ``Last-Modified`` (file mtime)
+``{now}`` (the server's clock) and ``{rand}`` (three words drawn anew for each occurrence
+on each request: a page rendered anew every time, its rotating boxes and counters) replaced,
+byte-wise. Static responses carry ``Date``, ``Last-Modified`` (file mtime)
 and ``ETag`` and answer ``If-None-Match`` / ``If-Modified-Since`` with 304.
 
 Special endpoints (``PATH`` is a file under ROOT, placeholders already substituted):
@@ -72,6 +73,7 @@ import hashlib
 import html
 import json
 import os
+import random
 import re
 import select
 import selectors
@@ -152,6 +154,14 @@ BASE_RE = re.compile(r"http://127\.0\.0\.1:(\d+)")
 PROXY_VARS = ("http_proxy", "https_proxy", "ftp_proxy", "no_proxy", "all_proxy")
 
 Headers = list[tuple[str, str]]
+
+
+#: What ``{rand}`` draws from (no digits: nothing a fingerprint masks).
+_WORDS = ("apple", "river", "stone", "cloud", "maple", "harbor", "violet", "lantern")
+
+
+def _rand_words() -> bytes:
+    return " ".join(random.choices(_WORDS, k=3)).encode()
 
 
 class HTTPError(Exception):
@@ -283,9 +293,11 @@ class MockHTTPServer(ThreadingHTTPServer):
         sys.stderr.flush()
 
     def substitute(self, data: bytes) -> bytes:
-        """Replace the ``{base}``, ``{alt}`` and ``{now}`` (the server's clock, ISO 8601 UTC,
-        to the second) placeholders, byte-wise."""
+        """Replace the ``{base}``, ``{alt}``, ``{now}`` (the server's clock, ISO 8601 UTC,
+        to the second) and ``{rand}`` (three words, drawn anew) placeholders, byte-wise."""
         data = data.replace(b"{base}", self.base.encode()).replace(b"{alt}", self.alt.encode())
+        if b"{rand}" in data:
+            data = re.sub(rb"\{rand\}", lambda _: _rand_words(), data)
         if b"{now}" in data:
             now = time.time() + self.clock_offset
             data = data.replace(

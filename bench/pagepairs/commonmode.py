@@ -5,9 +5,10 @@ The spider compares the pages of one run; here a run is one deploy of one site: 
 sampled at deploy k (``k-1`` → ``k``). Every pair of the deploy is compared (``CommonEdits``
 counts the unchanged ones too, as the spider counts every page it compared); a pair whose
 fingerprint changed is called unchanged when every one of its edits is the template's.
-Byte-identical pages are not in the corpus (``README.md``), so the share of a deploy's
-compared pages an edit reaches is higher here than in a spider run, where they count: the
-rule fires here at least as often as in the spider.
+Byte-identical pages are not in the corpus (``README.md``) but a spider's random sample
+compares them too: each deploy's group counts as many of them as the sampling rate of its
+byte-differing pages gives (from the mirror's trees). The spider applies the rule only to
+pages whose lastmod did not move; here it is applied to every pair (the detector alone).
 
     .venv/bin/python bench/pagepairs/commonmode.py --half tuning [--sites a,b] [--show N]
 
@@ -34,10 +35,10 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent.parent), str(HERE.parent)]
 
 from pagepairs import build, methods  # noqa: E402
-from sitemapcrawl.verify.commonmode import CommonEdits, edit_signatures  # noqa: E402
+from sitemapcrawl.verify.commonmode import MIN_SHARE, CommonEdits, edit_signatures  # noqa: E402
 
 
-def measure(path: Path) -> dict[str, Any]:
+def measure(path: Path, share: float = MIN_SHARE) -> dict[str, Any]:
     """One site's pairs: truth, the fingerprint's verdict, the rule's."""
     data = json.loads(path.read_text())
     blobs = path.parent / "blobs"
@@ -60,16 +61,42 @@ def measure(path: Path) -> dict[str, Any]:
     by_deploy: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_deploy[row["k"]].append(row)
-    for group in by_deploy.values():
-        common = CommonEdits()
+    pages = deploy_pages(data["site"])
+    for k, group in by_deploy.items():
+        common = CommonEdits(share=share)
         for row in group:
             if row["edits"] is not None:
                 common.add("site", row["url"], row["edits"])
+        # the byte-identical pages a spider's sample would have compared with them
+        differing, identical = pages.get(k, (len(group), 0))
+        for i in range(round(len(group) * identical / max(differing, 1))):
+            common.add("site", f"identical-{i}", ())
         for row in group:
             edits = frozenset(row["edits"]) if row["edits"] is not None else None
             row["common_mode"] = row["fingerprint"] and not common.template_only("site", edits)
     return {"site": data["site"], "generator": data["generator"], "half": data["half"],
             "rows": rows}  # fmt: skip
+
+
+def deploy_pages(site: str) -> dict[int, tuple[int, int]]:
+    """Per deploy k, the pages in both trees (k-1, k) whose bytes differ and those whose
+    bytes are identical, from the mirror (``build.Git``): the corpus samples the first
+    only, a spider's run compares both."""
+    spec = next((s for s, _ in build.all_sites() if s.name == site), None)
+    git_dir = build.MIRRORS / spec.repo.replace("/", "+") / "repo" if spec else None
+    if spec is None or git_dir is None or not git_dir.is_dir():
+        return {}
+    git = build.Git(git_dir)
+    try:
+        trees = [git.html_files(d.commit, spec.root, spec.exclude) for d in spec.deploys]
+    finally:
+        git.close()
+    out = {}
+    for k in range(1, len(trees)):
+        shared = [rel for rel in trees[k] if rel in trees[k - 1]]
+        same = sum(trees[k][rel] == trees[k - 1][rel] for rel in shared)
+        out[k] = (len(shared) - same, same)
+    return out
 
 
 def rates(rows: list[dict[str, Any]], method: str) -> tuple[int, int, int, int]:
@@ -119,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sites")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--show", type=int, default=0)
+    ap.add_argument("--share", type=float, default=MIN_SHARE, help="CommonEdits' share")
     args = ap.parse_args(argv)
     if args.show and args.half != "tuning":
         ap.error("--show reads pairs: the tuning half only")
@@ -129,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         and (not args.sites or p.stem.removeprefix("pairs-") in args.sites.split(","))
     ]
     with ProcessPoolExecutor(args.jobs) as pool:
-        sites = list(pool.map(measure, paths))
+        sites = list(pool.map(measure, paths, [args.share] * len(paths)))
     head = ["| | unchanged / changed pairs | false changes | missed changes |", "|---|---|---|---|"]
     out = [f"## {args.half}: fingerprint → fingerprint + common-mode", "", *head]
     out += [line(f"{site['site']} ({site['generator']})", site["rows"]) for site in sites]

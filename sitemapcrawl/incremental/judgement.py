@@ -317,6 +317,10 @@ class SegmentJudgement:
         l2.extra["late_moves"] = round(moves, 3)
         if seg.late_lag_s > 0:
             l2.extra["lag_s"] = round(max(float(l2.extra.get("lag_s", 0.0)), seg.late_lag_s))
+        if seg.noise is not None:  # this run's noise probes (verify.noise): differed, fetched
+            l2.extra["noise"] = list(seg.noise)
+        else:
+            l2.extra.pop("noise", None)
         return l2
 
     def _pool(self, segment: str) -> tuple[CrossRun, int]:

@@ -18,6 +18,7 @@ from sitemapcrawl.incremental.segmentrun import captured, utc
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.commonmode import CommonEdits, edit_signatures
 from sitemapcrawl.verify.crossrun import Observation, url_runs
+from sitemapcrawl.verify.noise import NoiseFloor
 from sitemapcrawl.verify.refetch.audits import audit_draw
 from sitemapcrawl.verify.refetch.moves import delta_l
 from sitemapcrawl.verify.refetch.rates import page_date_intervals, wave
@@ -52,7 +53,7 @@ WAVE_REASONS = frozenset({"sample", "panel", "no_history", "probe", "poisson", "
 class _Change:
     """One page fetch compared with our previous fetch of it."""
 
-    interval: tuple[float, bool]  # seconds since our previous fetch, content changed
+    interval: tuple[float, bool] | None  # seconds since our previous fetch, content changed
     from_dates: list[tuple[float, bool]]  # the history the page's own dates give
     observed: dict[str, Any] = field(default_factory=dict)
     miss: tuple[str, bool] | None = None  # (previous fetch's time, counted)
@@ -60,16 +61,19 @@ class _Change:
 
 @dataclass(slots=True)
 class _Held:
-    """A page whose content changed by edits that may be the template's: its observation
-    waits until the run has compared enough pages to tell (:meth:`PageObservations.settle`)."""
+    """A page whose content changed since our last fetch: its observation waits until the
+    run has compared enough pages to tell a template edit (``verify.commonmode``) and has
+    fetched a few would-be misses again (``verify.noise``): :meth:`PageObservations.settle`.
+    ``candidate``: a would-be miss (a random fetch, its lastmod as at our last fetch)."""
 
     url: str
     segment: str
     reason: str
     fetch: dict[str, Any]
     host: str
-    edits: frozenset[str]
-    observed: dict[str, Any]
+    edits: frozenset[str] | None
+    candidate: bool
+    observed: dict[str, Any] = field(default_factory=dict)
 
 
 class PageObservations:
@@ -101,6 +105,7 @@ class PageObservations:
         self._clock = clock
         self._saw_change = saw_change
         self._edits = CommonEdits()
+        self._noise = NoiseFloor()
         self._held: list[_Held] = []
 
     def observe(
@@ -122,8 +127,8 @@ class PageObservations:
         before (``changed``, ``interval_s``, ``lastmod_moved``). ``not_modified``: it
         answered ``304`` to our conditional request: it is what we fetched last time.
         ``content``: what the fingerprint hashed (``PageEvidence.content``). A page whose
-        content changed is held, its observation an empty dict filled by :meth:`settle`,
-        when its edits may be a template's (``verify.commonmode``)."""
+        content changed is held (:class:`_Held`), its observation an empty dict filled by
+        :meth:`settle`."""
         run = self._run
         self._flush()
         prev = run.store.url(run.origin, url)
@@ -145,12 +150,37 @@ class PageObservations:
             return self._observe(url, segment, reason, prev, fetch)
         before = run.fetches.content(run.origin, url)
         edits = edit_signatures(before, content) if before and content else None
-        if edits is None:
-            return self._observe(url, segment, reason, prev, fetch)
-        self._edits.add(host, url, edits)
-        held = _Held(url, segment, reason, fetch, host, edits, {})
+        if edits is not None:
+            self._edits.add(host, url, edits)
+        unmoved = prev.lastmod_raw is not None and prev.lastmod_raw == prev.fetched_lastmod_raw
+        held = _Held(url, segment, reason, fetch, host, edits, unmoved and reason in RANDOM_REASONS)
         self._held.append(held)
         return held.observed
+
+    def noise_probes(self) -> list[tuple[str, str]]:
+        """(url, segment) of the held would-be misses to fetch again at once, a few per
+        site (``verify.noise``); each answered with :meth:`noise`."""
+        candidates: dict[str, list[str]] = {}
+        segments = {}
+        for page in self._held:
+            if page.candidate:
+                candidates.setdefault(page.host, []).append(page.url)
+                segments[page.url] = page.segment
+        run = self._run
+        chosen = self._noise.choose(
+            candidates, key=lambda url: audit_draw(run.seed, run.run_id, url)
+        )
+        return [(url, segments[url]) for _, url in chosen]
+
+    def noise(self, url: str, fingerprint: str | None) -> bool | None:
+        """A held page fetched again: whether its fingerprint differs from this run's first
+        fetch (None: not compared, the second fetch failed or was no page)."""
+        page = next((p for p in self._held if p.url == url), None)
+        if page is None or fingerprint is None:
+            return None
+        differed = bool(fingerprint != page.fetch["fingerprint"])
+        self._noise.record(page.host, differed)
+        return differed
 
     def settle(self) -> list[tuple[str, str, str, dict[str, Any]]]:
         """Record the pages held so far (:meth:`observe`), each as changed unless every one
@@ -162,9 +192,18 @@ class PageObservations:
         settled = []
         for page in held:
             template = self._edits.template_only(page.host, page.edits)
+            volatile = self._noise.volatile(page.host)
+            seg = self._standings.by_segment[page.segment]
+            seg.noise = self._noise.measured(page.host) or seg.noise
             prev = self._run.store.url(self._run.origin, page.url)
             observed = self._observe(
-                page.url, page.segment, page.reason, prev, page.fetch, template=template
+                page.url,
+                page.segment,
+                page.reason,
+                prev,
+                page.fetch,
+                template=template,
+                volatile=volatile,
             )
             if observed is not None:
                 page.observed.update(observed)
@@ -185,9 +224,11 @@ class PageObservations:
         fetch: dict[str, Any],
         *,
         template: bool = False,
+        volatile: bool = False,
     ) -> dict[str, Any] | None:
         """:meth:`observe` once the page's change is known; ``template``: its content
-        changed by template edits alone, no change of its own."""
+        changed by template edits alone; ``volatile``: its site's pages differ on every
+        fetch."""
         run = self._run
         fingerprint, page_modified = fetch["fingerprint"], fetch["page_modified"]
         http_last_modified, etag = fetch["http_last_modified"], fetch["etag"]
@@ -217,6 +258,7 @@ class PageObservations:
                 validators=(etag, http_last_modified),
                 not_modified=not_modified,
                 template=template,
+                volatile=volatile,
             )
             if change is not None:
                 from_dates = change.from_dates
@@ -250,13 +292,15 @@ class PageObservations:
         validators: tuple[str | None, str | None],
         not_modified: bool,
         template: bool,
+        volatile: bool,
     ) -> _Change | None:
         """This fetch against our previous one: content changed or not, and whether the
         page's own date, its validators and its lastmod said so (this run's counts).
         ``template``: it changed by template edits alone: a change of the page as served
         (its rate, the wave, the change list); when its lastmod did not move, not one of
         its own content, which is what its lastmod and its own date answer for (no miss).
-        A lastmod that moved reported a change, whatever made it."""
+        A lastmod that moved reported a change, whatever made it. ``volatile``: the site's
+        pages differ on every fetch: the change is no evidence at all (no rate, no score)."""
         run = self._run
         before = utc(prev.fetched_at)
         if before is None or prev.fetched_at is None:
@@ -264,23 +308,13 @@ class PageObservations:
         seconds = max((fetched_at - before).total_seconds(), 0.0)
         changed = fingerprint != prev.fingerprint
         seg = self._standings.by_segment[segment]
+        if volatile and changed:
+            seg.volatile_pages += 1
+            change = _Change(None, [])
+            change.observed = {"changed": True, "interval_s": seconds, "volatile": True}
+            return change
         lastmod = parse_lastmod(prev.lastmod_raw) if prev.lastmod_raw else None
-        shift, offset = self._standings.shift(segment) or 0.0, self._standings.utc_offset(segment)
-        moved = bool(
-            delta_l(
-                lastmod,
-                before,
-                prev.fetched_lastmod_raw,
-                compare_raw=True,
-                captured=captured(prev, shift, offset),
-                shift=shift,
-                utc_offset=offset,
-            )
-        )
-        own = changed and (moved or not template)
-        if own and not moved and offset is not None and lastmod is not None:
-            moved = _in_any_zone(lastmod, prev, before, shift)
-            seg.zone_misses += moved
+        moved, own = self._moved(prev, segment, before, lastmod, changed=changed, template=template)
         if reason in WAVE_REASONS and self._decisions.untrusted(segment):
             seg.wave_pages += 1
             seg.wave_changed += changed
@@ -317,6 +351,37 @@ class PageObservations:
                 runs = url_runs(run.fetches.runs_since(run.origin, prev.url, run.run_id))
             seg.observations.append(Observation(moved, own, random, runs))
         return change
+
+    def _moved(
+        self,
+        prev: UrlState,
+        segment: str,
+        before: dt.datetime,
+        lastmod: LastMod | None,
+        *,
+        changed: bool,
+        template: bool,
+    ) -> tuple[bool, bool]:
+        """Whether the lastmod moved since our fetch at ``before`` (read in any zone when
+        the page changed and the pages' zone says not), and whether the page's own content
+        changed (a template edit is none unless the lastmod moved)."""
+        shift, offset = self._standings.shift(segment) or 0.0, self._standings.utc_offset(segment)
+        moved = bool(
+            delta_l(
+                lastmod,
+                before,
+                prev.fetched_lastmod_raw,
+                compare_raw=True,
+                captured=captured(prev, shift, offset),
+                shift=shift,
+                utc_offset=offset,
+            )
+        )
+        own = changed and (moved or not template)
+        if own and not moved and offset is not None and lastmod is not None:
+            moved = _in_any_zone(lastmod, prev, before, shift)
+            self._standings.by_segment[segment].zone_misses += moved
+        return moved, own
 
     def waves(self, fetched: set[str]) -> Iterator[tuple[str, str, str]]:
         """The pages of this run's waves (``pages=refetch``): in each untrusted segment

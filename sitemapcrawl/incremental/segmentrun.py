@@ -51,6 +51,10 @@ class SegmentRun:
     #: Pages whose content changed only by edits made the same way on many pages of the
     #: run (a template edit: ``verify.commonmode``): no change of theirs.
     template_edits: int = 0
+    #: The site's pages fetched again at once on this run that differed, and how many were
+    #: (``verify.noise``); the changed pages it left without content evidence.
+    noise: tuple[int, int] | None = None
+    volatile_pages: int = 0
 
     def late(self, fetched: dt.datetime, value: dt.datetime) -> None:
         """Count a late report of a change our fetch at ``fetched`` already had."""
@@ -78,6 +82,12 @@ class SegmentRun:
             }
         if self.template_edits:
             summary["template_edits"] = self.template_edits
+        if self.noise is not None:  # pages fetched again at once: differed, fetched
+            summary["noise"] = {
+                "differed": self.noise[0],
+                "probed": self.noise[1],
+                "pages_without_evidence": self.volatile_pages,
+            }
         return summary
 
 

@@ -261,6 +261,35 @@ class PageFetcher:
         if observed:  # (held: counted when settled)
             self._inc(site, _R + ("changed_count" if observed["changed"] else "unchanged_count"))
 
+    async def probe_noise(self, state: CrawlState) -> None:
+        """Fetch a few would-be misses of each site again at once
+        (``PageObservations.noise_probes``): a page that differs again differs on every
+        fetch. Not a refetch of the page (nothing recorded but the comparison), not shown
+        to the link follower, never redirected."""
+        probes = state.pages_seen.noise_probes()
+        engine = self._crawler.engine
+        assert engine is not None
+
+        async def probe(url: str, segment: str) -> None:
+            site = self._context.site_of(segment)
+            self._inc(site, _R + "noise_probe_count")
+            request = Request(
+                url, meta={meta.REFETCH: "noise", **self.page_meta()}, dont_filter=True
+            )
+            try:
+                response = await engine.download_async(request)
+            except Exception:  # noqa: BLE001 - a failed probe is counted, never fatal
+                self._inc(site, _R + "noise_failed_count")
+                return
+            fingerprint = None
+            if response.status == 200:
+                evidence = page_evidence(response.body, response.url, _headers(response))
+                fingerprint = evidence.fingerprint
+            if state.pages_seen.noise(url, fingerprint):
+                self._inc(site, _R + "noise_differed_count")
+
+        await asyncio.gather(*(probe(url, segment) for url, segment in probes))
+
     def settle(self, state: CrawlState) -> None:
         """Record the pages held for the common-mode rule (``PageObservations.settle``),
         counted: a refetch's change as any other, and each template edit."""

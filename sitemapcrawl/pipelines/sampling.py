@@ -362,10 +362,12 @@ class PageSamplingPipeline:
             await fetcher.fetch(iter(more))
         if state is not None and state.pending:
             await fetcher.fetch(fetcher.refetches(state, sampled))
-        if state is not None:
-            fetcher.settle(state)  # before the waves: a template edit is no wave
+        if state is not None:  # before the waves: a template edit, a noisy page is no wave
+            await fetcher.probe_noise(state)
+            fetcher.settle(state)
         if state is not None and state.pages and state.incremental:
             await fetcher.fetch(fetcher.waves(state))
+            await fetcher.probe_noise(state)
             fetcher.settle(state)
         following = self.links.active()
         if following:

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sitemapcrawl.verify.intervals import wilson
+from sitemapcrawl.verify.noise import VOLATILE
 
 __all__ = [
     "RED",
@@ -327,7 +328,19 @@ def combine(
     name, reason, evidence = (
         _over_reporting(run) or _trusted(run) or run.result(run.static_name, run.static_reason)
     )
-    return name, _lagged(l2, name, reason), evidence
+    return name, _noisy(l2, _lagged(l2, name, reason)), evidence
+
+
+def _noisy(l2: CrossRun, reason: str) -> str:
+    """A verdict's reason, with what the noise probes of this run say (``verify.noise``):
+    a site whose pages differ on every fetch gives no content evidence."""
+    differed, probed = l2.extra.get("noise") or (0, 0)
+    if differed < VOLATILE:
+        return reason
+    return (
+        f"{reason} Its pages differ on every fetch ({differed} of {probed} fetched again at "
+        "once differed): their content is no evidence on this run."
+    )
 
 
 def _lagged(l2: CrossRun, name: str, reason: str) -> str:
