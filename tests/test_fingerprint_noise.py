@@ -125,8 +125,27 @@ def test_an_edit_to_the_article_is_seen_next_to_the_block(
             "Related posts are a bad idea for small blogs",
             "Related posts are a good idea for small blogs",
         ),
+        # highlighted code: its spans are named after token kinds, never page furniture
+        (
+            '<main>{article}<pre><code class="language-py"><span class="comment">{block}'
+            "</span>\nx = 1</code></pre></main>",
+            "# keep the cache warm",
+            "# drop the cache first",
+        ),
+        (  # Prism's tokens, in inline code
+            '<main>{article}<p>Call <code class="language-js"><span class="token comment">'
+            "{block}</span></code> first.</p></main>",
+            "// retry twice",
+            "// retry three times",
+        ),
     ],
-    ids=["related-work-section", "home-page-recent-posts", "long-heading"],
+    ids=[
+        "related-work-section",
+        "home-page-recent-posts",
+        "long-heading",
+        "code-comment",
+        "prism-inline-code-comment",
+    ],
 )
 def test_content_that_looks_like_a_box_is_kept(template: str, one: str, two: str) -> None:
     article = ARTICLE.format(edit="")

@@ -66,6 +66,7 @@ class Site:
         self.modified = [at - dt.timedelta(days=3 + 11 * i, hours=i % 7) for i in range(N)]
         self.edition = [0] * N
         self.notes: dict[int, str] = {}  # a paragraph added to a post (no lastmod move)
+        self.code = ["keep the cache warm"] * N  # each post's highlighted code comment
         self.theme = 1
 
     def edit(self, i: int, at: dt.datetime) -> None:
@@ -77,6 +78,10 @@ class Site:
         text = f"<p>Post {i}, edition {self.edition[i]}: {words}.</p>"
         if i in self.notes:
             text += f"<p>{self.notes[i]}</p>"
+        text += (
+            '<pre><code class="language-py"><span class="comment"># '
+            f'{self.code[i]}</span>\n<span class="n">cache</span>.warm()</code></pre>'
+        )
         day = self.modified[i].strftime("%B %-d, %Y")
         message = f"Edit {self.edition[i]} of post {i}: {WORDS[i % len(WORDS)]} section"
         if self.theme == 1:
@@ -175,3 +180,26 @@ async def test_an_unreported_insertion_on_a_few_pages_is_still_a_change(tmp_path
     assert seg["template_edits"] == N - 7
     assert stats["sitemapcrawl/refetch/template_edit_count"] == N - 7
     assert stats["sitemapcrawl/refetch/changed_count"] == N
+
+
+@deferred_f_from_coro_f
+async def test_an_edit_to_highlighted_code_is_a_change(tmp_path: Path) -> None:
+    """A post whose only edit is a comment in its highlighted code (``<span
+    class="comment">``, as Hexo and Prism write it), its lastmod unmoved: a miss. The class
+    names a code token, not a comment thread (the fingerprint used to drop it)."""
+    start = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(days=2)
+    site = Site(tmp_path / "site", start)
+    site.write()
+    state = tmp_path / "state.sqlite"
+    with MockServer(root=site.root) as server:
+        await run(server, state, start, sample="on")
+        site.code[5] = "warm the cache only once a day"
+        site.write()
+        _, seg, stats = await run(
+            server, state, start + dt.timedelta(days=1), since="last", pages="refetch"
+        )
+    l2 = seg["cross_run"]["l2"]
+    assert (l2["tp"], l2["fp"], l2["fn"], l2["tn"]) == (0, 0, 1, N - 1)
+    assert seg["template_edits"] is None
+    assert stats["sitemapcrawl/refetch/changed_count"] == 1
+    assert stats["sitemapcrawl/refetch/noise_probe_count"] == 1

@@ -255,8 +255,11 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 10: what our last fetch of each page read (its masked main text and link targets,
     # zlib-compressed): the next fetch says *what* changed, and an edit made the same way
-    # on many pages of one run is the template's (``verify.commonmode``)
+    # on many pages of one run is the template's (``verify.commonmode``). The fingerprint
+    # now keeps highlighted code's comments (a class ``comment`` inside ``pre``/``code``):
+    # the next fetch of each page starts its comparisons afresh.
     """
+    UPDATE urls SET fingerprint = NULL WHERE fingerprint IS NOT NULL;
     CREATE TABLE page_content (
         origin INTEGER NOT NULL,
         path TEXT NOT NULL,

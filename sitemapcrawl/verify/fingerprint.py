@@ -217,7 +217,10 @@ def _droppable(el: Any) -> bool:
         return True
     tokens = el.get("class", "").split()
     tokens.append(el.get("id", ""))
-    return any(t and _DROP_TOKEN_RE.fullmatch(t) for t in tokens)
+    # Inside code, classes name the highlighted tokens (``comment``, ``c1``…): content.
+    return any(t and _DROP_TOKEN_RE.fullmatch(t) for t in tokens) and (
+        next(el.iterancestors("pre", "code"), None) is None
+    )
 
 
 def fingerprint_tree(root: Any) -> tuple[str, int]:
