@@ -438,7 +438,7 @@ async def test_a_schema_8_file_is_upgraded_and_carries_what_a_limit_left(tmp_pat
     with MockServer(root=site) as server:
         first, _ = await run(server, state, feed, max_sitemaps="2")
         second, _ = await run(server, state, feed, max_sitemaps="2")
-    assert first[-1]["state"]["schema"] == SCHEMA_VERSION == 9
+    assert first[-1]["state"]["schema"] == SCHEMA_VERSION == 10
     assert [(r["url"], r["status"]) for r in first[:-1]] == [(f"{server.base}/p1", "new")]
     assert first[-1]["changes"]["left_sitemaps"] == 1
     # run 2: s2 (carried) first, then the index: s1 is left and its URL unconfirmed

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from sitemapcrawl.incremental.learning import PageLearning
 from sitemapcrawl.incremental.store import path_of, url_of
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ class FetchStore:
 
     def __init__(self, store: StateStore) -> None:
         self.store = store
+        #: what our fetches learnt of each page (its row's ``learned``)
+        self.learning = PageLearning(store)
 
     def runs_since(self, origin: str, url: str, run_id: int) -> int:
         """The runs of ``origin`` since our previous fetch of ``url`` (this one counted: 1
@@ -57,13 +60,14 @@ class FetchStore:
         interval: tuple[float, bool] | None,
         miss: tuple[str, bool] | None = None,
         page_intervals: Sequence[tuple[float, bool]] = (),
+        learned: str | None = None,
     ) -> None:
         """One page fetched by us; ``interval`` (seconds since our previous fetch, content
         changed) extends the URL's change history, ``page_intervals`` the one its own dates
         give. ``miss``: the content changed and the
         lastmod did not say so: (the previous fetch's time, whether the miss was counted);
         it waits in the URL's row for a later lastmod that covers it (see
-        :meth:`open_misses`)."""
+        :meth:`open_misses`). ``learned``: the page's record (``PageLearning.observe``)."""
         db = self.store.db
         db.execute("BEGIN")
         try:
@@ -95,7 +99,8 @@ class FetchStore:
                 db.execute(
                     "UPDATE urls SET fetched_at = ?, fingerprint = ?, page_modified = ?, "
                     "http_last_modified = ?, etag = ?, intervals = ?, page_intervals = ?, "
-                    "fetched_lastmod_raw = lastmod_raw WHERE origin = ? AND path = ?",
+                    "learned = coalesce(?, learned), fetched_lastmod_raw = lastmod_raw "
+                    "WHERE origin = ? AND path = ?",
                     (
                         fetched_at,
                         fingerprint,
@@ -104,6 +109,7 @@ class FetchStore:
                         etag,
                         _json_list(intervals[-MAX_INTERVALS:]),
                         _json_list(from_dates[-MAX_INTERVALS:]),
+                        learned,
                         *key,
                     ),
                 )

@@ -17,6 +17,7 @@ from sitemapcrawl.incremental.segmentrun import captured, utc
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.crossrun import Observation, url_runs
 from sitemapcrawl.verify.refetch.audits import audit_draw
+from sitemapcrawl.verify.refetch.learn import co_changed
 from sitemapcrawl.verify.refetch.moves import delta_l
 from sitemapcrawl.verify.refetch.rates import page_date_intervals, wave
 from sitemapcrawl.verify.thresholds import MAX_LAG
@@ -82,6 +83,8 @@ class PageObservations:
         self._conditional = conditional
         self._flush = flush
         self._clock = clock
+        #: the change runs of the pages this run's fetches found changed (co-change)
+        self._changed_now: list[tuple[int, ...]] = []
 
     def observe(
         self,
@@ -130,6 +133,15 @@ class PageObservations:
             )
             if change is not None:
                 from_dates = change.from_dates
+        learned = None
+        if change is not None:
+            changed, moved = change.observed["changed"], change.observed["lastmod_moved"]
+            record = run.fetches.learning.observe(
+                run.origin, url, run.run_id, changed=changed, moved=moved
+            )
+            learned = record.to_json()
+            if changed:
+                self._changed_now.append(record.change_runs)
         run.fetches.record(
             run.origin,
             run.run_id,
@@ -144,6 +156,7 @@ class PageObservations:
             interval=change.interval if change is not None else None,
             miss=change.miss if change is not None else None,
             page_intervals=from_dates,
+            learned=learned,
         )
         return change.observed if change is not None else None
 
@@ -221,12 +234,43 @@ class PageObservations:
             seg.observations.append(Observation(moved, changed, random, runs))
         return change
 
-    def waves(self, fetched: set[str]) -> Iterator[tuple[str, str, str]]:
+    def waves(self, fetched: set[str]) -> list[tuple[str, str, str]]:
         """The pages of this run's waves (``pages=refetch``): in each untrusted segment
         whose fetched pages changed far more than their rates predicted
         (``verify.refetch.rates.wave``), its URLs of this run not fetched yet, at most
-        ``Policy.wave_max`` (those first in the seeded draw). Counted in the segment's
-        ``wave`` summary."""
+        ``Policy.wave_max`` (those first in the seeded draw), counted in the segment's
+        ``wave`` summary; then, in any segment, the pages not fetched yet that changed
+        together with a page this run's fetches found changed (``cochange``, see
+        :meth:`co_changes`)."""
+        rows = list(self._rate_waves(fetched))
+        taken = fetched | {url for url, _, _ in rows}
+        return rows + self.co_changes(taken)
+
+    def co_changes(self, fetched: set[str]) -> list[tuple[str, str, str]]:
+        """The URLs of this run not in ``fetched`` that changed on at least
+        ``Policy.cochange_min`` of the same earlier runs as a page this run's fetches
+        found changed (``verify.refetch.learn.co_changed``), at most ``Policy.wave_max``
+        (those first in the seeded draw); counted in each segment's ``cochange``."""
+        run = self._run
+        policy = run.policy
+        if policy.cochange_min <= 0 or not self._changed_now:
+            return []
+        listed = run.fetches.learning.listed_change_runs(run.origin, run.run_id)
+        others = {url: runs for url, (_, runs) in listed.items() if url not in fetched}
+        chosen = sorted(
+            co_changed(
+                self._changed_now, others, run_id=run.run_id, min_common=policy.cochange_min
+            ),
+            key=lambda url: audit_draw(run.seed, run.run_id, url),
+        )[: policy.wave_max]
+        rows = []
+        for url in sorted(chosen):
+            segment = listed[url][0]
+            self._standings.by_segment[segment].cochange_fetched += 1
+            rows.append((url, segment, "cochange"))
+        return rows
+
+    def _rate_waves(self, fetched: set[str]) -> Iterator[tuple[str, str, str]]:
         run = self._run
         policy = run.policy
         for segment, seg in sorted(self._standings.by_segment.items()):

@@ -253,6 +253,11 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (origin, url)
     ) WITHOUT ROWID;
     """,
+    # 10: what our fetches learnt of each page (``incremental.learning``, in JSON): its own
+    # change share, whether its lastmod moves came with a change, the runs it changed on
+    """
+    ALTER TABLE urls ADD COLUMN learned TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
