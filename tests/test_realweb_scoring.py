@@ -3,7 +3,14 @@ refetches, the honest refetches by reason, and whatif's per-URL learner, on a sm
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from typing import TYPE_CHECKING
+
 from bench.realweb import corpus, run, server, split, truth, whatif
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def _truth() -> truth.Truth:
@@ -279,3 +286,19 @@ def test_equal_gets_per_segment_and_class() -> None:
         "caught": 2,
         "uniform": 1.0,
     }
+
+
+def test_recorded_by_run_reads_each_finished_run_from_the_state_file(tmp_path: Path) -> None:
+    """A killed run (not finished) is left out; paths only, per run, in run order."""
+    state = tmp_path / "state.sqlite"
+    with contextlib.closing(sqlite3.connect(state)) as db:
+        db.executescript(
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY, finished_at TEXT);"
+            "CREATE TABLE fetches (run_id INTEGER, url TEXT);"
+            "INSERT INTO runs VALUES (1, 'x'), (2, NULL), (3, 'y');"
+            "INSERT INTO fetches VALUES (1, 'http://h/a/'), (1, 'http://h/b/'),"
+            " (2, 'http://h/a/'), (3, 'http://h/'), (3, 'http://h/b/');"
+        )
+        db.commit()
+    assert run.recorded_by_run(state) == [["/a/", "/b/"], ["/", "/b/"]]
+    assert run.recorded_by_run(tmp_path / "none.sqlite") is None

@@ -170,6 +170,26 @@ def recorded_pages(state: Path) -> list[str]:
     return sorted({urlsplit(url).path or "/" for (url,) in rows})
 
 
+def recorded_by_run(state: Path) -> list[list[str]] | None:
+    """The paths each finished run recorded in the state file (its ``fetches``), in run
+    order: what :func:`recorded_pages` read after each run, read again at the end (None
+    when there is no file)."""
+    if not state.is_file():
+        return None
+    with contextlib.closing(sqlite3.connect(f"file:{state}?mode=ro", uri=True)) as db:
+        runs = [
+            run_id
+            for (run_id,) in db.execute(
+                "SELECT id FROM runs WHERE finished_at IS NOT NULL ORDER BY id"
+            )
+        ]
+        out: dict[int, set[str]] = {run_id: set() for run_id in runs}
+        for run_id, url in db.execute("SELECT run_id, url FROM fetches"):
+            if run_id in out:
+                out[run_id].add(urlsplit(url).path or "/")
+    return [sorted(out[run_id]) for run_id in runs]
+
+
 def read_outputs(record: RunRecord, run_dir: Path) -> None:
     feed = run_dir / "feed.jsonl"
     reasons: Counter[str] = Counter()
@@ -525,6 +545,16 @@ def score_fetches(
     }
 
 
+def label_verdict(spec: corpus.SiteSpec) -> Callable[[str], str | None]:
+    """The label verdict of each segment of the site (None: no label)."""
+
+    def verdict(segment: str) -> str | None:
+        label = spec.label(segment)
+        return label["verdict"] if label else None
+
+    return verdict
+
+
 def equal_gets(
     tr: truth.Truth,
     segmaps: list[dict[str, str]],
@@ -828,6 +858,17 @@ def rescore(data: dict[str, Any], cache: Path) -> None:
             result["fetches"]["trusted_reasons"] = trusted_refetch_reasons(
                 tr, records, label_of, standing_of
             )
+            recorded = recorded_by_run(site_dir / "state.sqlite")
+            if recorded is not None and len(recorded) == n:
+                for record, paths in zip(records, recorded, strict=True):
+                    record.recorded = paths
+                result["fetches"]["equal_gets"] = equal_gets(
+                    tr,
+                    segmaps,
+                    records,
+                    [d.time for d in spec.deploys[:n]],
+                    label_verdict(spec),
+                )
     data["meta"]["summary"] = summarise(data["sites"])
     data["meta"]["summary_by_half"] = summarise_halves(data["sites"])
     data["meta"]["rescored"] = _commit()
@@ -956,7 +997,7 @@ def bench_site(spec: corpus.SiteSpec, args: argparse.Namespace, workdir: Path) -
         segmaps,
         records,
         [d.time for d in spec.deploys[:n]],
-        lambda s: (spec.label(s) or {}).get("verdict"),
+        label_verdict(spec),
     )
     result["runs"] = [
         {
