@@ -1194,35 +1194,36 @@ _CATCH_HEADER = [
 ]
 
 
-def equal_gets_lines(results: list[dict[str, Any]], s: dict[str, Any]) -> list[str]:
+def equal_gets_lines(results: list[dict[str, Any]], halves: dict[str, dict[str, Any]]) -> list[str]:
     """The refetch choice against uniform random and Poisson-only at equal GETs (issue
-    35), per site (with its half) and per segment class."""
-    rows = []
-    for r in results:
-        eg = (r["fetches"].get("equal_gets") or {}).get("site")
-        if eg:
-            half = r.get("half") or split.half(r["repo"])
-            rows.append(_catch_row(f"{r['name']} ({half})", eg))
-    if not rows:
-        return []
-    out = [
-        "Changes caught at equal GETs (runs 1..; pages listed at the run before and this "
-        "one; the spider's recorded fetches: samples, refetches, audits, probes, waves, not "
-        "link following) against a uniform random refetch of as many pages of the same "
-        "segment (its expectation) and Poisson-only choosing as many by its own rates "
-        "(`bench/equalgets.py`). Target (issue 35): at least 2 x uniform on every site with "
-        "5 or more changes.",
-        "",
-        *table(["site", *_CATCH_HEADER[1:]], rows),
-        "",
-    ]
-    by_class = s.get("equal_gets_by_class") or {}
-    if by_class:
-        out += table(
-            ["label of the segment", *_CATCH_HEADER[1:]],
-            [_catch_row(c, v) for c, v in by_class.items()],
-        )
-        out.append("")
+    35), per site and per segment class, each half apart (``halves``: the summaries)."""
+    out: list[str] = []
+    for half, summary in halves.items():
+        rows = []
+        for r in results:
+            eg = (r["fetches"].get("equal_gets") or {}).get("site")
+            if eg and (r.get("half") or split.half(r["repo"])) == half:
+                rows.append(_catch_row(r["name"], eg))
+        if not rows:
+            continue
+        out += [
+            f"Changes caught at equal GETs, {half} half (runs 1..; pages listed at the run "
+            "before and this one; the spider's recorded fetches: samples, refetches, audits, "
+            "probes, waves, not link following) against a uniform random refetch of as many "
+            "pages of the same segment (its expectation) and Poisson-only choosing as many "
+            "by its own rates (`bench/equalgets.py`). Target (issue 35): at least 2 x "
+            "uniform on every site with 5 or more changes.",
+            "",
+            *table(["site", *_CATCH_HEADER[1:]], rows),
+            "",
+        ]
+        by_class = summary.get("equal_gets_by_class") or {}
+        if by_class:
+            out += table(
+                [f"label of the segment ({half})", *_CATCH_HEADER[1:]],
+                [_catch_row(c, v) for c, v in by_class.items()],
+            )
+            out.append("")
     return out
 
 
@@ -1313,7 +1314,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             "(of them changed): " + ", ".join(parts) + ".",
             "",
         ]
-    out += equal_gets_lines(results, s)
+    out += equal_gets_lines(results, halves)
     if s["unlabelled_segments"]:
         out += [f"Segments without a label: {', '.join(s['unlabelled_segments'])}", ""]
     rows = []
