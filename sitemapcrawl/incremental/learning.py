@@ -51,11 +51,9 @@ class PageLearning:
         records[path] = record
         return record
 
-    def listed_change_runs(
-        self, origin: str, run_id: int
-    ) -> dict[str, tuple[str, tuple[int, ...]]]:
+    def listed_changed(self, origin: str, run_id: int) -> dict[str, tuple[str, PageRecord]]:
         """The URLs listed on run ``run_id`` that our fetches saw change at least once:
-        url -> (segment, the runs of those changes)."""
+        url -> (segment, its record)."""
         records = self._of(origin)
         origin_id = self.store.name_id(origin)
         if origin_id is None:
@@ -68,5 +66,5 @@ class PageLearning:
         ):
             record = records.get(path)
             if record is not None and record.change_runs:
-                out[url_of(origin, path)] = (self.store.name(segment), record.change_runs)
+                out[url_of(origin, path)] = (self.store.name(segment), record)
         return out

@@ -250,13 +250,22 @@ class PageObservations:
         """The URLs of this run not in ``fetched`` that changed on at least
         ``Policy.cochange_min`` of the same earlier runs as a page this run's fetches
         found changed (``verify.refetch.learn.co_changed``), at most ``Policy.wave_max``
-        (those first in the seeded draw); counted in each segment's ``cochange``."""
+        (those first in the seeded draw); counted in each segment's ``cochange``. In a
+        segment whose lastmod is used, only the pages our fetches saw change without a
+        lastmod move are candidates."""
         run = self._run
         policy = run.policy
         if policy.cochange_min <= 0 or not self._changed_now:
             return []
-        listed = run.fetches.learning.listed_change_runs(run.origin, run.run_id)
-        others = {url: runs for url, (_, runs) in listed.items() if url not in fetched}
+        listed = run.fetches.learning.listed_changed(run.origin, run.run_id)
+        # where the lastmod is used, only a page that has changed without a move: the
+        # others' changes are what their lastmod reports
+        others = {
+            url: record.change_runs
+            for url, (segment, record) in listed.items()
+            if url not in fetched
+            and (record.unmoved_changed > 0 or self._decisions.untrusted(segment))
+        }
         chosen = sorted(
             co_changed(
                 self._changed_now, others, run_id=run.run_id, min_common=policy.cochange_min
