@@ -130,6 +130,14 @@ DEFAULTS: dict[str, Any] = {
     "SITEMAPCRAWL_INCREMENTAL_PROBE_MIN": 0,  # random pages per untrusted segment and run (0: none)
     "SITEMAPCRAWL_INCREMENTAL_WAVE_ALPHA": 0.01,  # a wave: P(the changes | the rates) <= this
     "SITEMAPCRAWL_INCREMENTAL_WAVE_MAX": 1000,  # pages a wave refetches per segment and run
+    # Learning per page: a page changed in this share of its own fetches (Beta(1, 1) mean,
+    # at least PAGE_MIN_CHANGES changes; 0: off) is fetched every run; pages that changed
+    # together on COCHANGE_MIN earlier runs (0: off) are fetched when one of them changed;
+    # MOVE_LEARNER: stop following the lastmod moves of a page they showed unchanged
+    "SITEMAPCRAWL_INCREMENTAL_PAGE_SHARE": 0.5,
+    "SITEMAPCRAWL_INCREMENTAL_PAGE_MIN_CHANGES": 2,
+    "SITEMAPCRAWL_INCREMENTAL_COCHANGE_MIN": 2,
+    "SITEMAPCRAWL_INCREMENTAL_MOVE_LEARNER": False,
     "SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT": 200,  # a PROVISIONAL segment's first audit
     "SITEMAPCRAWL_INCREMENTAL_PAGE_DATES": True,  # change rates from verified page dates
     "SITEMAPCRAWL_CONDITIONAL_PAGES": True,  # refetch with verified ETag/Last-Modified

@@ -3,7 +3,14 @@ refetches, the honest refetches by reason, and whatif's per-URL learner, on a sm
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from typing import TYPE_CHECKING
+
 from bench.realweb import corpus, run, server, split, truth, whatif
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def _truth() -> truth.Truth:
@@ -228,3 +235,70 @@ def test_summaries_per_half() -> None:
     # the rule is the low bit of blake2b(repo)'s first byte, fixed for good
     assert split.half("apache/jena-site") == split.HELD_OUT
     assert split.half("L-Arantele/saint-gilles-vieux-marche.net") == split.TUNING
+
+
+def test_equal_gets_per_segment_and_class() -> None:
+    """/a/ and /b/ in /x/, /c/ and /d/ in /y/. Run 1: /a/ and /c/ change, the spider
+    records /a/ only: /x/ caught 1 where a uniform draw of 1 of 2 pages expects 0.5, and
+    Poisson-only, with no history, takes /b/ (the hash breaks the tie) and catches none;
+    /y/ fetched nothing of its 1 change. Run 2: nothing changed; /d/ is new (not counted)."""
+    records = [run.RunRecord(k, f"c{k}", "", 0, 0.0) for k in range(3)]
+    records[0].recorded = ["/a/", "/b/", "/c/"]
+    records[1].recorded = ["/a/"]
+    records[2].recorded = ["/b/", "/d/"]
+    segmap = {"/a/": "/x/", "/b/": "/x/", "/c/": "/y/", "/d/": "/y/"}
+    labels = {"/x/": "TRUSTED", "/y/": "STALE"}
+    got = run.equal_gets(_truth(), [segmap] * 3, records, [0.0, 86400.0, 172800.0], labels.get)
+    x = {
+        "changes": 1,
+        "listed": 4,
+        "fetched": 2,
+        "caught": 1,
+        "uniform": 0.5,
+        "poisson": 0,
+        "x_uniform": 2.0,
+        "x_poisson": None,
+    }
+    y = {
+        "changes": 1,
+        "listed": 2,
+        "fetched": 0,
+        "caught": 0,
+        "uniform": 0.0,
+        "poisson": 0,
+        "x_uniform": None,
+        "x_poisson": None,
+    }
+    site = {**x, "changes": 2, "listed": 6}
+    assert got == {
+        "site": site,
+        "by_class": {"STALE": y, "TRUSTED": x},
+        "by_segment": {"/x/": x, "/y/": y},
+    }
+    summary = run.summarise(
+        [{"segments": {}, "fetches": {"totals": {}, "equal_gets": got}, "failed_runs": []}] * 2
+    )
+    assert summary["equal_gets_by_class"]["TRUSTED"] == {
+        **x,
+        "changes": 2,
+        "listed": 8,
+        "fetched": 4,
+        "caught": 2,
+        "uniform": 1.0,
+    }
+
+
+def test_recorded_by_run_reads_each_finished_run_from_the_state_file(tmp_path: Path) -> None:
+    """A killed run (not finished) is left out; paths only, per run, in run order."""
+    state = tmp_path / "state.sqlite"
+    with contextlib.closing(sqlite3.connect(state)) as db:
+        db.executescript(
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY, finished_at TEXT);"
+            "CREATE TABLE fetches (run_id INTEGER, url TEXT);"
+            "INSERT INTO runs VALUES (1, 'x'), (2, NULL), (3, 'y');"
+            "INSERT INTO fetches VALUES (1, 'http://h/a/'), (1, 'http://h/b/'),"
+            " (2, 'http://h/a/'), (3, 'http://h/'), (3, 'http://h/b/');"
+        )
+        db.commit()
+    assert run.recorded_by_run(state) == [["/a/", "/b/"], ["/", "/b/"]]
+    assert run.recorded_by_run(tmp_path / "none.sqlite") is None

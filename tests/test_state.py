@@ -613,7 +613,7 @@ def test_schema_8_drops_the_fingerprints_of_the_old_html_parse(tmp_path: Path) -
     )
     old.close()
     store = StateStore.open(state)
-    assert (store.upgraded_from, store.version) == (7, SCHEMA_VERSION) == (7, 10)
+    assert (store.upgraded_from, store.version) == (7, SCHEMA_VERSION) == (7, 11)
     page = store.url("https://a.example", "https://a.example/p")
     assert page is not None
     assert (page.fetched_at, page.fingerprint) == ("2024-06-03T00:00:00Z", None)

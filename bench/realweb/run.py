@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bench import equalgets
 from bench.realweb import corpus, split, truth
 from bench.realweb import segments as segmentation
 from bench.realweb.server import ReplayServer, port_for
@@ -167,6 +168,26 @@ def recorded_pages(state: Path) -> list[str]:
             "SELECT url FROM fetches WHERE run_id = (SELECT max(id) FROM runs)"
         ).fetchall()
     return sorted({urlsplit(url).path or "/" for (url,) in rows})
+
+
+def recorded_by_run(state: Path) -> list[list[str]] | None:
+    """The paths each finished run recorded in the state file (its ``fetches``), in run
+    order: what :func:`recorded_pages` read after each run, read again at the end (None
+    when there is no file)."""
+    if not state.is_file():
+        return None
+    with contextlib.closing(sqlite3.connect(f"file:{state}?mode=ro", uri=True)) as db:
+        runs = [
+            run_id
+            for (run_id,) in db.execute(
+                "SELECT id FROM runs WHERE finished_at IS NOT NULL ORDER BY id"
+            )
+        ]
+        out: dict[int, set[str]] = {run_id: set() for run_id in runs}
+        for run_id, url in db.execute("SELECT run_id, url FROM fetches"):
+            if run_id in out:
+                out[run_id].add(urlsplit(url).path or "/")
+    return [sorted(out[run_id]) for run_id in runs]
 
 
 def read_outputs(record: RunRecord, run_dir: Path) -> None:
@@ -524,6 +545,57 @@ def score_fetches(
     }
 
 
+def label_verdict(spec: corpus.SiteSpec) -> Callable[[str], str | None]:
+    """The label verdict of each segment of the site (None: no label)."""
+
+    def verdict(segment: str) -> str | None:
+        label = spec.label(segment)
+        return label["verdict"] if label else None
+
+    return verdict
+
+
+def equal_gets(
+    tr: truth.Truth,
+    segmaps: list[dict[str, str]],
+    records: list[RunRecord],
+    times: Sequence[float],
+    class_of: Callable[[str], str | None],
+) -> dict[str, Any]:
+    """Changes caught by the pages the spider chose to fetch (its ``recorded`` fetches:
+    samples, refetches, audits, probes, waves; not the pages link following fetched for
+    coverage) against a uniform random refetch of as many pages of the same segment and
+    against Poisson-only at the same counts (:mod:`bench.equalgets`), runs 1..: for the
+    site, per segment, and per segment class (``class_of(segment)``: its label verdict).
+    ``times``: each deploy's clock, seconds."""
+    order = equalgets.RateOrder()
+    site, by_class, by_segment = equalgets.Catch(), {}, {}
+    previous: dict[str, int] = {}
+    for k, rec in enumerate(records):
+        listed = tr.listed(k)
+        versions = {p: tr.versions[p][k] for p in listed}
+        if k == 0:
+            order.see(versions, times[k])
+        else:
+            recorded = set(rec.recorded)
+            fetched = {p for p in listed if _captured(p, recorded)}
+            segment_of = {p: segmaps[k][p] for p in listed if p in segmaps[k]}
+            per = equalgets.score_run(
+                segment_of, previous, versions, fetched, order=order, now=times[k]
+            )
+            for segment, catch in per.items():
+                site.add(catch)
+                by_segment.setdefault(segment, equalgets.Catch()).add(catch)
+                cls = class_of(segment) or "unlabelled"
+                by_class.setdefault(cls, equalgets.Catch()).add(catch)
+        previous = versions
+    return {
+        "site": site.to_json(),
+        "by_class": {c: v.to_json() for c, v in sorted(by_class.items())},
+        "by_segment": {s: v.to_json() for s, v in sorted(by_segment.items())},
+    }
+
+
 def segment_mismatches(segmaps: list[dict[str, str]], records: list[RunRecord]) -> dict[str, Any]:
     """The labels' segments (``segments.py``) against the spider's items, per listed page
     and run: a check that the labels are keyed as the spider names its segments."""
@@ -786,6 +858,17 @@ def rescore(data: dict[str, Any], cache: Path) -> None:
             result["fetches"]["trusted_reasons"] = trusted_refetch_reasons(
                 tr, records, label_of, standing_of
             )
+            recorded = recorded_by_run(site_dir / "state.sqlite")
+            if recorded is not None and len(recorded) == n:
+                for record, paths in zip(records, recorded, strict=True):
+                    record.recorded = paths
+                result["fetches"]["equal_gets"] = equal_gets(
+                    tr,
+                    segmaps,
+                    records,
+                    [d.time for d in spec.deploys[:n]],
+                    label_verdict(spec),
+                )
     data["meta"]["summary"] = summarise(data["sites"])
     data["meta"]["summary_by_half"] = summarise_halves(data["sites"])
     data["meta"]["rescored"] = _commit()
@@ -909,6 +992,13 @@ def bench_site(spec: corpus.SiteSpec, args: argparse.Namespace, workdir: Path) -
     result["fetches"]["trusted_reasons"] = trusted_refetch_reasons(
         tr, records, label_of, standing_of
     )
+    result["fetches"]["equal_gets"] = equal_gets(
+        tr,
+        segmaps,
+        records,
+        [d.time for d in spec.deploys[:n]],
+        label_verdict(spec),
+    )
     result["runs"] = [
         {
             "deploy": r.deploy,
@@ -990,7 +1080,12 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
     for r in results:
         for reason, counts in (r["fetches"].get("trusted_reasons") or {}).items():
             reasons.setdefault(reason, Counter()).update(counts)
+    catch_by_class: dict[str, equalgets.Catch] = {}
+    for r in results:
+        for cls, data in ((r["fetches"].get("equal_gets") or {}).get("by_class") or {}).items():
+            catch_by_class.setdefault(cls, equalgets.Catch()).add(equalgets.Catch.from_json(data))
     return {
+        "equal_gets_by_class": {c: v.to_json() for c, v in sorted(catch_by_class.items())},
         "by_label": {name: dict(c) for name, c in sorted(by_label.items())},
         "trusted_reasons": {reason: dict(c) for reason, c in sorted(reasons.items())},
         "sites": len(results),
@@ -1069,6 +1164,67 @@ def _half_lines(name: str, s: dict[str, Any], sites: list[str]) -> list[str]:
         f"{s['dangerous_streak_max']}); segments over 1 run: {s['dangerous_over_1']}",
         "",
     ]
+
+
+def _catch_row(name: str, c: dict[str, Any]) -> list[Any]:
+    def times(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.2f} x"
+
+    return [
+        name,
+        c["changes"],
+        f"{c['fetched']} / {c['listed']}",
+        f"{c['caught']} ({pct(_share(c['caught'], c['changes']))})",
+        f"{c['uniform']:.1f}",
+        times(c["x_uniform"]),
+        c["poisson"],
+        times(c["x_poisson"]),
+    ]
+
+
+_CATCH_HEADER = [
+    "",
+    "changes",
+    "spider's fetches / page-runs listed",
+    "caught",
+    "uniform random (expected)",
+    "x uniform",
+    "Poisson-only",
+    "x Poisson",
+]
+
+
+def equal_gets_lines(results: list[dict[str, Any]], halves: dict[str, dict[str, Any]]) -> list[str]:
+    """The refetch choice against uniform random and Poisson-only at equal GETs (issue
+    35), per site and per segment class, each half apart (``halves``: the summaries)."""
+    out: list[str] = []
+    for half, summary in halves.items():
+        rows = []
+        for r in results:
+            eg = (r["fetches"].get("equal_gets") or {}).get("site")
+            if eg and (r.get("half") or split.half(r["repo"])) == half:
+                rows.append(_catch_row(r["name"], eg))
+        if not rows:
+            continue
+        out += [
+            f"Changes caught at equal GETs, {half} half (runs 1..; pages listed at the run "
+            "before and this one; the spider's recorded fetches: samples, refetches, audits, "
+            "probes, waves, not link following) against a uniform random refetch of as many "
+            "pages of the same segment (its expectation) and Poisson-only choosing as many "
+            "by its own rates (`bench/equalgets.py`). Target (issue 35): at least 2 x "
+            "uniform on every site with 5 or more changes.",
+            "",
+            *table(["site", *_CATCH_HEADER[1:]], rows),
+            "",
+        ]
+        by_class = summary.get("equal_gets_by_class") or {}
+        if by_class:
+            out += table(
+                [f"label of the segment ({half})", *_CATCH_HEADER[1:]],
+                [_catch_row(c, v) for c, v in by_class.items()],
+            )
+            out.append("")
+    return out
 
 
 def max_dangerous(s: dict[str, Any]) -> int:
@@ -1158,6 +1314,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             "(of them changed): " + ", ".join(parts) + ".",
             "",
         ]
+    out += equal_gets_lines(results, halves)
     if s["unlabelled_segments"]:
         out += [f"Segments without a label: {', '.join(s['unlabelled_segments'])}", ""]
     rows = []

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bench import equalgets
+
 from .model import HOUR, USABLE
 
 if TYPE_CHECKING:
@@ -303,3 +305,39 @@ def cost_by_class(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]
         acc["x_oracle"] = acc["gets"] / acc["oracle"] if acc["oracle"] else None
         acc["stale_page_runs"] = acc["stale"] / acc["pages"] if acc["pages"] else None
     return {c: out[c] for c in VERDICT_CLASSES if c in out}
+
+
+def equal_gets(
+    tl: Timeline, fetched: np.ndarray, names: Sequence[str], classes: Sequence[str]
+) -> dict[str, Any]:
+    """The spider's page GETs (``fetched[run, page]``) against a uniform random refetch of
+    as many pages of the same segment and against Poisson-only at the same counts, runs
+    1.. (:mod:`bench.equalgets`): for the site, per segment (``names[s]``) and per segment
+    class (``classes[s]``: its true verdict)."""
+    order = equalgets.RateOrder()
+    site = equalgets.Catch()
+    by_class: dict[str, equalgets.Catch] = {}
+    by_segment: dict[str, equalgets.Catch] = {}
+    previous: dict[int, int] = {}
+    for d in range(len(tl.times)):
+        listed = np.flatnonzero(tl.listed[d] & (tl.version[d] >= 0))
+        versions = {int(i): int(tl.version[d, i]) for i in listed}
+        if d == 0:
+            order.see(versions, float(tl.times[d]))
+        else:
+            segment_of = {int(i): names[int(tl.segments[i])] for i in listed}
+            got = {int(i) for i in np.flatnonzero(fetched[d])}
+            per = equalgets.score_run(
+                segment_of, previous, versions, got, order=order, now=float(tl.times[d])
+            )
+            for name, catch in per.items():
+                site.add(catch)
+                by_segment.setdefault(name, equalgets.Catch()).add(catch)
+                cls = classes[names.index(name)]
+                by_class.setdefault(cls, equalgets.Catch()).add(catch)
+        previous = versions
+    return {
+        "site": site.to_json(),
+        "by_class": {c: v.to_json() for c, v in sorted(by_class.items())},
+        "by_segment": {s: v.to_json() for s, v in sorted(by_segment.items())},
+    }

@@ -34,6 +34,7 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bench import equalgets
 from bench.simweb import metrics, policies
 from bench.simweb.model import ARCHETYPES, QUICK_ARCHETYPES, Site
 from bench.simweb.server import SimServer
@@ -233,6 +234,12 @@ def bench_site(
             scores["spider"]["fetches_per_run"] - scores["spider"]["refetch_marked_per_run"]
         )
         result["decisions"] = decision_quality(records, tl.version, fetched)
+        result["equal_gets"] = metrics.equal_gets(
+            tl,
+            fetched,
+            [spec.path for spec in site.archetype.segments],
+            [spec.truth for spec in site.archetype.segments],
+        )
     if len(records) == args.days:
         result["by_verdict"] = metrics.attribute_by_verdict(
             tl.segments,
@@ -465,6 +472,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 rows.append([_label(r), reason, d["urls"], d["changed"], d["fetched"]])
         out += table(["archetype", "reason", "URLs", "changed since capture", "fetched"], rows)
     out += cost_by_verdict(results)
+    out += equal_gets_lines(results)
     out += targets(results, summary) if has_spider else []
     out += [""]
     return "\n".join(out)
@@ -512,6 +520,65 @@ def _purposes(counts: dict[str, int]) -> str:
 
 def _ratio(a: float, b: float) -> float | None:
     return a / b if b else None
+
+
+def _times(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f} x"
+
+
+def _catch_row(name: str, c: dict[str, Any]) -> list[Any]:
+    changes = c["changes"]
+    return [
+        name,
+        changes,
+        f"{c['fetched']} / {c['listed']}",
+        f"{c['caught']} ({pct(c['caught'] / changes if changes else None, 1)})",
+        f"{c['uniform']:.1f}",
+        _times(c["x_uniform"]),
+        c["poisson"],
+        _times(c["x_poisson"]),
+    ]
+
+
+def equal_gets_lines(results: list[dict[str, Any]]) -> list[str]:
+    """Changes caught by the spider's page GETs against a uniform random refetch of as
+    many pages and against Poisson-only at the same counts (issue 35), per archetype and
+    per segment class (the true verdict)."""
+    scored = [r for r in results if r.get("equal_gets")]
+    if not scored:
+        return []
+    header = [
+        "changes",
+        "spider's GETs / page-runs listed",
+        "caught",
+        "uniform random (expected)",
+        "x uniform",
+        "Poisson-only",
+        "x Poisson",
+    ]
+    by_class: dict[str, equalgets.Catch] = {}
+    for r in scored:
+        for cls, data in r["equal_gets"]["by_class"].items():
+            by_class.setdefault(cls, equalgets.Catch()).add(equalgets.Catch.from_json(data))
+    return [
+        "",
+        "### Changes caught at equal GETs (issue 35)",
+        "",
+        "Runs 1..; per segment and run, the pages listed at the run before and this one: the "
+        "changes the spider's GETs caught, what a uniform random draw of as many of the "
+        "segment's pages catches in expectation, and what Poisson-only choosing as many by "
+        "its own rates catches (`bench/equalgets.py`).",
+        "",
+        *table(
+            ["archetype", *header], [_catch_row(_label(r), r["equal_gets"]["site"]) for r in scored]
+        ),
+        "",
+        *table(
+            ["true verdict", *header],
+            [_catch_row(c, v.to_json()) for c, v in sorted(by_class.items())],
+        ),
+        "",
+    ]
 
 
 def cost_by_verdict(results: list[dict[str, Any]]) -> list[str]:

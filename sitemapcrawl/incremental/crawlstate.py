@@ -79,6 +79,10 @@ def _policy(settings: BaseSettings) -> Policy:
         probe_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_PROBE_MIN"),
         wave_alpha=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_WAVE_ALPHA"),
         wave_max=settings.getint("SITEMAPCRAWL_INCREMENTAL_WAVE_MAX"),
+        page_share=settings.getfloat("SITEMAPCRAWL_INCREMENTAL_PAGE_SHARE"),
+        page_min_changes=settings.getint("SITEMAPCRAWL_INCREMENTAL_PAGE_MIN_CHANGES"),
+        cochange_min=settings.getint("SITEMAPCRAWL_INCREMENTAL_COCHANGE_MIN"),
+        move_learner=settings.getbool("SITEMAPCRAWL_INCREMENTAL_MOVE_LEARNER"),
     )
 
 

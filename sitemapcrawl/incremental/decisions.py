@@ -82,6 +82,7 @@ class RefetchDecisions:
                 intervals=prev.intervals,
                 captured=captured(prev, shift or 0.0, offset),
                 page_history=self._page_history(item.segment, standing, prev),
+                learned=self._run.fetches.learning.record(self._run.origin, item.url),
             )
         segment = SegmentStanding(
             verdict,

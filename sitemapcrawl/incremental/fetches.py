@@ -8,6 +8,7 @@ import json
 import zlib
 from typing import TYPE_CHECKING, Any
 
+from sitemapcrawl.incremental.learning import PageLearning
 from sitemapcrawl.incremental.store import path_of, url_of
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ class FetchStore:
 
     def __init__(self, store: StateStore) -> None:
         self.store = store
+        #: what our fetches learnt of each page (its row's ``learned``)
+        self.learning = PageLearning(store)
 
     def runs_since(self, origin: str, url: str, run_id: int) -> int:
         """The runs of ``origin`` since our previous fetch of ``url`` (this one counted: 1
@@ -83,6 +86,7 @@ class FetchStore:
         interval: tuple[float, bool] | None,
         miss: tuple[str, bool] | None = None,
         page_intervals: Sequence[tuple[float, bool]] = (),
+        learned: str | None = None,
         content: str | None = None,
     ) -> None:
         """One page fetched by us; ``interval`` (seconds since our previous fetch, content
@@ -90,8 +94,9 @@ class FetchStore:
         give. ``miss``: the content changed and the
         lastmod did not say so: (the previous fetch's time, whether the miss was counted);
         it waits in the URL's row for a later lastmod that covers it (see
-        :meth:`open_misses`). ``content``: what this fetch read, for the next to compare
-        with (:meth:`_keep_content`; None: leave the one kept, a ``304``)."""
+        :meth:`open_misses`). ``learned``: the page's record (``PageLearning.observe``).
+        ``content``: what this fetch read, for the next to compare with
+        (:meth:`_keep_content`; None: leave the one kept, a ``304``)."""
         db = self.store.db
         db.execute("BEGIN")
         try:
@@ -123,7 +128,8 @@ class FetchStore:
                 db.execute(
                     "UPDATE urls SET fetched_at = ?, fingerprint = ?, page_modified = ?, "
                     "http_last_modified = ?, etag = ?, intervals = ?, page_intervals = ?, "
-                    "fetched_lastmod_raw = lastmod_raw WHERE origin = ? AND path = ?",
+                    "learned = coalesce(?, learned), fetched_lastmod_raw = lastmod_raw "
+                    "WHERE origin = ? AND path = ?",
                     (
                         fetched_at,
                         fingerprint,
@@ -132,6 +138,7 @@ class FetchStore:
                         etag,
                         _json_list(intervals[-MAX_INTERVALS:]),
                         _json_list(from_dates[-MAX_INTERVALS:]),
+                        learned,
                         *key,
                     ),
                 )

@@ -20,6 +20,7 @@ from sitemapcrawl.verify.commonmode import CommonEdits, edit_signatures
 from sitemapcrawl.verify.crossrun import Observation, url_runs
 from sitemapcrawl.verify.noise import NoiseFloor
 from sitemapcrawl.verify.refetch.audits import audit_draw
+from sitemapcrawl.verify.refetch.learn import co_changed
 from sitemapcrawl.verify.refetch.moves import delta_l
 from sitemapcrawl.verify.refetch.rates import page_date_intervals, wave
 from sitemapcrawl.verify.thresholds import MAX_LAG
@@ -107,6 +108,8 @@ class PageObservations:
         self._edits = CommonEdits()
         self._noise = NoiseFloor()
         self._held: list[_Held] = []
+        #: the change runs of the pages this run's fetches found changed (co-change)
+        self._changed_now: list[tuple[int, ...]] = []
 
     def observe(
         self,
@@ -262,6 +265,17 @@ class PageObservations:
             )
             if change is not None:
                 from_dates = change.from_dates
+        learned = None
+        if change is not None and not change.observed.get("volatile"):
+            # a template edit is no change of the page's own (its history, its co-changes)
+            changed = change.observed["changed"] and not template
+            moved = change.observed["lastmod_moved"]
+            record = run.fetches.learning.observe(
+                run.origin, url, run.run_id, changed=changed, moved=moved
+            )
+            learned = record.to_json()
+            if changed:
+                self._changed_now.append(record.change_runs)
         run.fetches.record(
             run.origin,
             run.run_id,
@@ -277,6 +291,7 @@ class PageObservations:
             miss=change.miss if change is not None else None,
             page_intervals=from_dates,
             content=fetch["content"] if fingerprint is not None else None,
+            learned=learned,
         )
         return change.observed if change is not None else None
 
@@ -383,12 +398,52 @@ class PageObservations:
             self._standings.by_segment[segment].zone_misses += moved
         return moved, own
 
-    def waves(self, fetched: set[str]) -> Iterator[tuple[str, str, str]]:
+    def waves(self, fetched: set[str]) -> list[tuple[str, str, str]]:
         """The pages of this run's waves (``pages=refetch``): in each untrusted segment
         whose fetched pages changed far more than their rates predicted
         (``verify.refetch.rates.wave``), its URLs of this run not fetched yet, at most
-        ``Policy.wave_max`` (those first in the seeded draw). Counted in the segment's
-        ``wave`` summary."""
+        ``Policy.wave_max`` (those first in the seeded draw), counted in the segment's
+        ``wave`` summary; then, in any segment, the pages not fetched yet that changed
+        together with a page this run's fetches found changed (``cochange``, see
+        :meth:`co_changes`)."""
+        rows = list(self._rate_waves(fetched))
+        taken = fetched | {url for url, _, _ in rows}
+        return rows + self.co_changes(taken)
+
+    def co_changes(self, fetched: set[str]) -> list[tuple[str, str, str]]:
+        """The URLs of this run not in ``fetched`` that changed on at least
+        ``Policy.cochange_min`` of the same earlier runs as a page this run's fetches
+        found changed (``verify.refetch.learn.co_changed``), at most ``Policy.wave_max``
+        (those first in the seeded draw); counted in each segment's ``cochange``. In a
+        segment whose lastmod is used, only the pages our fetches saw change without a
+        lastmod move are candidates."""
+        run = self._run
+        policy = run.policy
+        if policy.cochange_min <= 0 or not self._changed_now:
+            return []
+        listed = run.fetches.learning.listed_changed(run.origin, run.run_id)
+        # where the lastmod is used, only a page that has changed without a move: the
+        # others' changes are what their lastmod reports
+        others = {
+            url: record.change_runs
+            for url, (segment, record) in listed.items()
+            if url not in fetched
+            and (record.unmoved_changed > 0 or self._decisions.untrusted(segment))
+        }
+        chosen = sorted(
+            co_changed(
+                self._changed_now, others, run_id=run.run_id, min_common=policy.cochange_min
+            ),
+            key=lambda url: audit_draw(run.seed, run.run_id, url),
+        )[: policy.wave_max]
+        rows = []
+        for url in sorted(chosen):
+            segment = listed[url][0]
+            self._standings.by_segment[segment].cochange_fetched += 1
+            rows.append((url, segment, "cochange"))
+        return rows
+
+    def _rate_waves(self, fetched: set[str]) -> Iterator[tuple[str, str, str]]:
         run = self._run
         policy = run.policy
         for segment, seg in sorted(self._standings.by_segment.items()):

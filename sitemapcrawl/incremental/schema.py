@@ -253,7 +253,12 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (origin, url)
     ) WITHOUT ROWID;
     """,
-    # 10: what our last fetch of each page read (its masked main text and link targets,
+    # 10: what our fetches learnt of each page (``incremental.learning``, in JSON): its own
+    # change share, whether its lastmod moves came with a change, the runs it changed on
+    """
+    ALTER TABLE urls ADD COLUMN learned TEXT;
+    """,
+    # 11: what our last fetch of each page read (its masked main text and link targets,
     # zlib-compressed): the next fetch says *what* changed, and an edit made the same way
     # on many pages of one run is the template's (``verify.commonmode``). The fingerprint
     # now keeps highlighted code's comments (a class ``comment`` inside ``pre``/``code``):

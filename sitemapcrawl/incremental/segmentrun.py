@@ -40,6 +40,9 @@ class SegmentRun:
     wave_changed: int = 0
     wave_expected: float = 0.0
     wave_fetched: int = 0
+    #: Pages fetched in the co-change wave: they changed together with a page found
+    #: changed on this run, on earlier runs (``verify.refetch.learn.co_changed``).
+    cochange_fetched: int = 0
     #: Lastmod moves to a time our last fetch already covered (a lagged sitemap catching
     #: up), and the longest lag they show: our fetch that had the change minus the value.
     late_moves: int = 0
@@ -80,6 +83,8 @@ class SegmentRun:
                 "expected": round(self.wave_expected, 3),
                 "refetched": self.wave_fetched,
             }
+        if self.cochange_fetched:
+            summary["cochange"] = self.cochange_fetched
         if self.template_edits:
             summary["template_edits"] = self.template_edits
         if self.noise is not None:  # pages fetched again at once: differed, fetched

@@ -107,10 +107,11 @@ class PageFetcher:
 
     def waves(self, state: CrawlState) -> Iterator[Request]:
         """The pages of this run's waves (``PageObservations.waves``): the other pages of
-        an untrusted segment whose fetched pages changed far more than their rates said."""
-        rows = list(state.pages_seen.waves(set(self.planned)))
-        for _, segment, _ in rows:
-            self._inc(self._context.site_of(segment), _R + "wave_count")
+        an untrusted segment whose fetched pages changed far more than their rates said,
+        and the pages that changed together with a page found changed on this run."""
+        rows = state.pages_seen.waves(set(self.planned))
+        for _, segment, reason in rows:
+            self._inc(self._context.site_of(segment), _R + f"{reason}_count")
         return self._refetch_requests(state, iter(rows))
 
     def _refetch_requests(

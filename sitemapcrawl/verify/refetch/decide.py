@@ -49,8 +49,15 @@ default); after the run's fetches, a segment whose fetched pages changed far mor
 their rates predicted
 (:func:`wave`) has its other URLs fetched too (``wave``, at most ``Policy.wave_max``).
 
-Reasons (``refetch_reason``): new, lastmod_changed, lastmod_late, lastmod_unchanged, audit,
-max_age, undated, no_history, poisson, poisson_wait, probe.
+**Learning per page** (:mod:`~sitemapcrawl.verify.refetch.learn`). A page that changed in
+many of its own fetches is fetched on every run (``page_history``): in a segment whose
+lastmod is used, counting only the fetches where its lastmod had not moved, after the
+audit's draw. With ``Policy.move_learner``, a page whose lastmod moves our fetches showed
+without a change is not fetched on its moves (``lastmod_idle``).
+
+Reasons (``refetch_reason``): new, lastmod_changed, lastmod_late, lastmod_unchanged,
+lastmod_idle, audit, page_history, max_age, undated, no_history, poisson, poisson_wait,
+probe.
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ from typing import TYPE_CHECKING
 
 from sitemapcrawl.verify.crossrun import TRUSTING
 from sitemapcrawl.verify.refetch.audits import _audit_share
+from sitemapcrawl.verify.refetch.learn import PageRecord, changes_every_run, stops_following
 from sitemapcrawl.verify.refetch.moves import delta_l, late_report
 from sitemapcrawl.verify.refetch.policy import Decision, Policy
 from sitemapcrawl.verify.refetch.rates import change_probability, change_rate, rate_history
@@ -116,7 +124,7 @@ class UrlHistory:
     :func:`delta_l`) and ``page_history``: its page-date change history with its segment's
     pooled prior, when the segment's page dates are verified (see
     :func:`page_date_intervals`): the rate is estimated from it, and one fetch is enough
-    to start."""
+    to start; ``learned``: what our fetches learnt of the page (``verify.refetch.learn``)."""
 
     previous_raw: str | None
     last_refetch: datetime | None = None
@@ -124,6 +132,7 @@ class UrlHistory:
     intervals: Sequence[tuple[float, bool]] = ()
     captured: tuple[datetime, datetime] | None = None
     page_history: tuple[Sequence[tuple[float, bool]], tuple[int, float]] | None = None
+    learned: PageRecord | None = None
 
 
 def decide(
@@ -151,10 +160,18 @@ def decide(
         utc_offset=segment.utc_offset,
     )
     trusting = uses_lastmod(verdict, subset_trusted=segment.subset_trusted, shift_known=corrected)
+    learned = history.learned
     if trusting and moved is not None:
-        if moved:
-            return Decision(True, "lastmod_changed", True)
-        return _unmoved(lastmod, history, segment, run, draw)
+        if not moved:
+            return _unmoved(lastmod, history, segment, run, draw)
+        if (
+            policy.move_learner
+            and learned is not None
+            and stops_following(learned, theta=policy.theta)
+        ):
+            # its moves came without a change: a section page dated by its newest member
+            return Decision(False, "lastmod_idle", True)
+        return Decision(True, "lastmod_changed", True)
     if verdict in ("STALE", "UNVERIFIABLE") and moved:
         # STALE: a move is still right; UNVERIFIABLE (no red flag, no page evidence yet):
         # the pages it points at are the ones that show whether it is right
@@ -169,6 +186,8 @@ def decide(
         prior=prior,
         policy=policy,
     )
+    if not decision.refetch and _changes_every_run(learned, policy, trusting=False):
+        return Decision(True, "page_history", moved)
     if not decision.refetch and not trusting and segment.probe_share and draw < segment.probe_share:
         # a few pages the rates would leave, at random: what shows a wave of changes
         # (``wave``) the per-page rates cannot foresee
@@ -205,6 +224,10 @@ def _unmoved(
             return Decision(True, "lastmod_late", False)
     if draw < _audit_share(segment.verdict, segment.audit_share, policy):
         return Decision(True, "audit", False)
+    if _changes_every_run(history.learned, policy, trusting=True):
+        # it changes without its lastmod moving (a list page, a feed, a search index):
+        # after the audit's draw, so the audit stays a uniform sample of the segment
+        return Decision(True, "page_history", False)
     latest = max((t for t in (history.last_refetch, last_fetch) if t is not None), default=None)
     # A TRUSTED lastmod has shown that it moves with the changes, and its audit keeps
     # measuring that: its safety net is longer (a site crawled every few weeks would
@@ -213,6 +236,19 @@ def _unmoved(
     if _older(latest, run.now, age):
         return Decision(True, "max_age", False)
     return Decision(False, "lastmod_unchanged", False)
+
+
+def _changes_every_run(learned: PageRecord | None, policy: Policy, *, trusting: bool) -> bool:
+    return (
+        learned is not None
+        and policy.page_min_changes > 0
+        and changes_every_run(
+            learned,
+            trusting=trusting,
+            share=policy.page_share,
+            min_changes=policy.page_min_changes,
+        )
+    )
 
 
 def uses_lastmod(verdict: str | None, *, subset_trusted: bool, shift_known: bool) -> bool:

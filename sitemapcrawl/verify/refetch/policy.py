@@ -34,6 +34,10 @@ class Policy:
     probe_min: int = 0  # random pages per untrusted segment and run (``probe``; 0: none)
     wave_alpha: float = 0.01  # P(this many changes | the rates) at most this: a wave
     wave_max: int = 1000  # pages a wave refetches per segment and run, at most
+    page_share: float = 0.5  # a page's own change share (Beta(1, 1) mean) to fetch every run
+    page_min_changes: int = 2  # … with at least this many changes seen (0: off)
+    cochange_min: int = 2  # earlier runs changed together to fetch in the same run (0: off)
+    move_learner: bool = False  # stop following the moves of a page they show unchanged
 
 
 @dataclass(frozen=True, slots=True)
