@@ -267,9 +267,7 @@ class PageObservations:
                 from_dates = change.from_dates
         learned = None
         if change is not None and not change.observed.get("volatile"):
-            # a template edit is no change of the page's own (its history, its co-changes)
-            changed = change.observed["changed"] and not template
-            moved = change.observed["lastmod_moved"]
+            changed, moved = change.observed["changed"], change.observed["lastmod_moved"]
             record = run.fetches.learning.observe(
                 run.origin, url, run.run_id, changed=changed, moved=moved
             )
