@@ -125,7 +125,7 @@ class SitemapReading:
             follow=follow,
         )
         self._group_min = settings.getint("SITEMAPCRAWL_SEGMENT_MIN_URLS")
-        self.seen = SeenUrls()
+        self.seen = context.seen = SeenUrls()
         self.urls_emitted = 0
         self.closing = False
         self._report_sent = False  # the site report went out early (max_urls)
@@ -462,7 +462,7 @@ class SitemapReading:
         return {"seen": self.seen, "urls_emitted": self.urls_emitted}
 
     def restore(self, saved: dict[str, Any]) -> None:
-        self.seen = saved["seen"]
+        self.seen = self._context.seen = saved["seen"]
         self.urls_emitted = saved["urls_emitted"]
 
 
