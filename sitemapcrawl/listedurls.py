@@ -120,8 +120,9 @@ class ListedUrls:
     def note(self, urls: list[str], segment: str) -> None:
         """One segment's URLs (a sitemap's run of them)."""
         tag = self._tag(segment)
-        key, hash_ = canonical_key, SeenUrls.hash
-        values = [hash_(key(url)) for url in urls]
+        canonical = _CANONICAL  # most URLs: canonical_key's first test, without its call
+        keys = [url if canonical(url) else canonical_key(url) for url in urls]
+        values = SeenUrls.hashes(keys)
         self._counts[tag] += self._bound().tag_all(values, tag, self.others, self._own)
 
     def _tag(self, segment: str) -> int:

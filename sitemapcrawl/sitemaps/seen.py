@@ -108,13 +108,26 @@ class SeenUrls:
 
     def add(self, key: str) -> bool:
         """Add ``key``; True when it was not there yet."""
-        return self.add_hash(_hash(key))
+        # the reader's call for every URL: the digest computed here, not by a call to _hash
+        value = xxh3_128_intdigest(key.encode("utf-8", "surrogatepass"), KEY) >> 32
+        return self.add_hash(value if value >> 32 else value | (1 << 32))
 
     @staticmethod
     def hash(key: str) -> int:
         """The 96-bit value the table keeps for ``key``: hash once, add to several tables
         (:meth:`add_hash`)."""
         return _hash(key)
+
+    @staticmethod
+    def hashes(keys: Iterable[str]) -> list[int]:
+        """:meth:`hash` of each key, in one call.
+
+        >>> SeenUrls.hashes(["a", "b"]) == [SeenUrls.hash("a"), SeenUrls.hash("b")]
+        True
+        """
+        digest, key_ = xxh3_128_intdigest, KEY
+        values = [digest(key.encode("utf-8", "surrogatepass"), key_) >> 32 for key in keys]
+        return [value if value >> 32 else value | (1 << 32) for value in values]
 
     def add_hash(self, value: int) -> bool:
         """Add a key by its :meth:`hash`; True when it was not there yet."""
