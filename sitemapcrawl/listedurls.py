@@ -134,7 +134,10 @@ class ListedUrls:
         """The reader's table, tagged from now on (a table of its own without a reader)."""
         table = self._table
         if table is None:
-            table = self._table = self._table_of() or SeenUrls(capacity=16)
+            table = self._table_of()  # (an empty table is falsy: no "or" here)
+            if table is None:
+                table = SeenUrls(capacity=16)
+            self._table = table
             table.use_tags()
         return table
 

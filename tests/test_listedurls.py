@@ -116,3 +116,13 @@ def test_a_key_kept_apart_is_not_tagged_again_when_the_reader_meets_it() -> None
     listed.note([second], "/two/")
     assert listed.counts() == {"/one/": 1, "/two/": 0}
     assert listed.segment_of(second) == "/one/"
+
+
+def test_the_reader_table_is_used_even_while_it_is_empty() -> None:
+    reader = SeenUrls()
+    listed = ListedUrls(lambda: reader, SegmentTags())
+    listed.note([], "/s/")  # bound now, to the reader's table, still empty
+    reader.add("https://a.example/x")
+    listed.note(["https://a.example/x"], "/s/")
+    assert len(listed.others) == 0
+    assert listed.segment_of("https://a.example/x") == "/s/"
