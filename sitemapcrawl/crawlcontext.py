@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from sitemapcrawl.crawlparts import DiscoveryFindings, SitemapGate
     from sitemapcrawl.incremental.crawlstate import CrawlState
     from sitemapcrawl.linkfollow import LinkFollowers
+    from sitemapcrawl.sitemaps.seen import SeenUrls
     from sitemapcrawl.spiders.arguments import CrawlArguments
 
 
@@ -177,6 +178,9 @@ class CrawlContext:
         self.state: CrawlState | None = None
         #: The link followers, per site (set by the sampling pipeline).
         self.links: LinkFollowers | None = None
+        #: The spider's de-duplication table (every URL emitted, by its reader key), which
+        #: the link followers tag with the segment of each URL they note: one table for both.
+        self.seen: SeenUrls | None = None
         #: The site reports exist (``SiteReports.for_crawler``), to be built once discovery,
         #: sampling and links are over (created by the sampling pipeline: without it, a
         #: crawl stopped early gets none).

@@ -30,13 +30,14 @@ import uuid
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from scrapy.exceptions import CloseSpider
 from scrapy.utils.misc import load_object
 from scrapy_redis import connection, defaults
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet.task import LoopingCall
 
 from sitemapcrawl import meta
-from sitemapcrawl.shares import pack, take
+from sitemapcrawl.shares import ShareRefused, pack, take
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -254,7 +255,11 @@ class ReportElection:
         if not self.all_published():
             return None
         for blob in self.shares():
-            context.peer_stats.update(take(context, links, blob))
+            try:
+                context.peer_stats.update(take(context, links, blob))
+            except ShareRefused as exc:
+                logger.error("Not reporting: %(error)s", {"error": exc})
+                raise CloseSpider("bad_state") from None
         return True
 
     def elect(self) -> bool:

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from collections import Counter, deque
+from collections import deque
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
@@ -27,13 +26,14 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse
 from scrapy.linkextractors import LinkExtractor
-from w3lib.url import canonicalize_url
 
 from sitemapcrawl import meta
 from sitemapcrawl.items import SitemapUrlItem
+from sitemapcrawl.listedurls import ListedUrls, SegmentTags
+from sitemapcrawl.listedurls import canonical_key as _key
 from sitemapcrawl.sitemaps.hosts import InvalidHost, canonical_url
 from sitemapcrawl.sitemaps.scope import ScopePolicy, private_address
-from sitemapcrawl.sitemaps.seen import SeenUrls, TaggedUrls
+from sitemapcrawl.sitemaps.seen import SeenUrls
 from sitemapcrawl.verify.coverage import (
     CoverageTally,
     PageRecord,
@@ -45,6 +45,8 @@ from sitemapcrawl.verify.coverage import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -78,39 +80,6 @@ def over_size_cap(exc: BaseException) -> bool:
     return type(exc).__name__ in ("DownloadCancelledError", "CancelledError")
 
 
-#: URLs that ``canonicalize_url`` returns unchanged: lower-case host, a path of RFC 3986
-#: path characters but ";" and no dot segment, at most one query argument of unreserved
-#: characters, no fragment, nothing percent-encoded. Most URLs a sitemap lists have this
-#: shape; matching it costs a twentieth of canonicalising (tests/test_links.py checks the
-#: two agree on generated URLs).
-_PATH = (
-    r"https?://[a-z0-9](?:[a-z0-9.\-]*[a-z0-9])?(?::[0-9]{1,5})?"
-    r"(?![^?]*/\.\.?(?:/|\?|$))/[A-Za-z0-9\-._~!$&'()*+,=:@/]*"
-)
-_PAIR = r"[A-Za-z0-9\-._~]+=[A-Za-z0-9\-._~]*"
-_CANONICAL = re.compile(rf"{_PATH}(?:\?{_PAIR})?").fullmatch
-#: The same with several such query arguments: ``canonicalize_url`` only sorts them (by
-#: name, then value), which is done here without its parsing and re-quoting.
-_SORTABLE = re.compile(rf"{_PATH}\?{_PAIR}(?:&{_PAIR})+").fullmatch
-
-
-def _key(url: str) -> str:
-    """``url`` in the form links and listed URLs are compared in (``canonicalize_url``'s).
-
-    >>> _key("https://a.example/x/"), _key("https://a.example/x?b=2&a=1#top")
-    ('https://a.example/x/', 'https://a.example/x?a=1&b=2')
-    >>> _key("https://a.example/x?ref=s&page=7&a-b=1&a=")
-    'https://a.example/x?a=&a-b=1&page=7&ref=s'
-    """
-    if _CANONICAL(url):
-        return url
-    if _SORTABLE(url):
-        base, _, query = url.partition("?")
-        pairs = sorted(pair.split("=", 1) for pair in query.split("&"))
-        return base + "?" + "&".join(f"{name}={value}" for name, value in pairs)
-    return canonicalize_url(url)
-
-
 def _page_flags(record: PageRecord) -> list[str]:
     """What makes a page found by links not indexable (why a sitemap may rightly omit it)."""
     flags = []
@@ -132,7 +101,14 @@ class LinkFollower:
     (docs/stats.md).
     """
 
-    def __init__(self, crawler: Crawler, mode: str) -> None:
+    def __init__(
+        self,
+        crawler: Crawler,
+        mode: str,
+        *,
+        table: Callable[[], SeenUrls | None] = lambda: None,
+        tags: SegmentTags | None = None,
+    ) -> None:
         settings = crawler.settings
         self.crawler = crawler
         self.mode = mode
@@ -157,14 +133,9 @@ class LinkFollower:
         #: put before the segment of link-only URLs (a crawl over several sites: their site)
         self.segment_prefix = ""
         self.policy: ScopePolicy | None = None
-        #: Every URL a sitemap listed (canonical form), fed by the pipeline.
-        #: Every URL a sitemap listed (canonical form), fed by the pipeline, each with its
-        #: segment's number (``_segments``): one table, where one per segment cost 8 to 16
-        #: bytes per URL more.
-        self.listed = TaggedUrls()
-        self._segments: list[str] = []
-        self._segment_ids: dict[str, int] = {}
-        self._segment_counts: Counter[int] = Counter()
+        #: Every URL a sitemap listed (canonical form), fed by the pipeline, each tagged
+        #: with its segment, in the reader's own table where it can (``ListedUrls``).
+        self.listed = ListedUrls(table, tags if tags is not None else SegmentTags())
         self.tally = CoverageTally("")
         self.records: dict[str, PageRecord] = {}
         self.limits: dict[str, int] = {}
@@ -187,14 +158,8 @@ class LinkFollower:
     def note_listed_run(self, items: list[SitemapUrlItem], segment_name: str) -> None:
         """A run of one segment's URL items from the sitemaps (each URL once): their
         canonical keys, tagged with the segment, and the tally."""
-        segment = self._segment_id(segment_name)
-        add, key, hash_ = self.listed.add_tagged, _key, SeenUrls.hash
         urls = [item.url for item in items]
-        added = 0
-        for url in urls:
-            if add(hash_(key(url)), segment):
-                added += 1
-        self._segment_counts[segment] += added
+        self.listed.note(urls, segment_name)
         self.tally.add_all(urls)
         if self.check_unreached:
             for url in urls:
@@ -203,18 +168,12 @@ class LinkFollower:
                 else:
                     self._listed_urls.append(url)
 
-    def _segment_id(self, segment: str) -> int:
-        found = self._segment_ids.get(segment)
-        if found is None:
-            found = self._segment_ids[segment] = len(self._segments)
-            self._segments.append(segment)
-        return found
-
     def listed_share(self) -> dict[str, Any]:
         """What the sitemap side noted, for another worker (``sitemapcrawl.shares``)."""
+        listed, names = self.listed.share()
         return {
-            "listed": self.listed,
-            "segments": self._segments,
+            "listed": listed,
+            "segments": names,
             "tally": self.tally,
             "listed_urls": self._listed_urls,
             "unchecked": self.unchecked,
@@ -222,11 +181,7 @@ class LinkFollower:
 
     def take_listed(self, share: dict[str, Any]) -> None:
         """Add what another worker's follower of the same site noted (:meth:`listed_share`)."""
-        names = share["segments"]
-        for value, tag in share["listed"].tagged():
-            segment = self._segment_id(names[tag])
-            if self.listed.add_tagged(value, segment):
-                self._segment_counts[segment] += 1
+        self.listed.take(share["listed"], share["segments"])
         self.tally.update(share["tally"])
         for url in share["listed_urls"]:
             if self.max_pages and len(self._listed_urls) >= self.max_pages:
@@ -237,16 +192,14 @@ class LinkFollower:
 
     def segment_of(self, url: str) -> str | None:
         """The segment that listed ``url`` (looked up for the few pages fetched only)."""
-        tag = self.listed.tag_of(_key(url))
-        return None if tag is None else self._segments[tag]
+        return self.listed.segment_of(url)
 
     def segments(self) -> dict[str, dict[str, Any]]:
         """Per sitemap segment: URLs reached by links too, and findings."""
-        listed = {name: self._segment_counts[i] for i, name in enumerate(self._segments)}
-        return segment_coverage(list(self.records.values()), listed, self.segment_of)
+        return segment_coverage(list(self.records.values()), self.listed.counts(), self.segment_of)
 
     def is_listed(self, url: str) -> bool:
-        return _key(url) in self.listed
+        return url in self.listed
 
     def was_fetched(self, url: str) -> bool:
         """Whether ``url`` was fetched already (by links, a sample or a refetch)."""
@@ -510,17 +463,30 @@ class LinkFollowers:
     over several, each site has its own page budget and coverage), all in one mode (the
     ``links`` argument, else ``SITEMAPCRAWL_LINKS``)."""
 
-    def __init__(self, crawler: Crawler, mode: str, sites: list[str]) -> None:
+    def __init__(
+        self,
+        crawler: Crawler,
+        mode: str,
+        sites: list[str],
+        *,
+        table: Callable[[], SeenUrls | None] = lambda: None,
+    ) -> None:
         self._crawler = crawler
         self.mode = mode
         self._sites = sites
         self._followers: dict[str, LinkFollower] = {}
+        #: the reader's de-duplication table, which the followers tag (None: a table of
+        #: their own), and the segments' tags in it
+        self._table = table
+        self._tags = SegmentTags()
 
     def of_site(self, site: str) -> LinkFollower:
         """``site``'s follower ("" in a crawl of one site), created on first use."""
         found = self._followers.get(site)
         if found is None:
-            found = self._followers[site] = LinkFollower(self._crawler, self.mode)
+            found = self._followers[site] = LinkFollower(
+                self._crawler, self.mode, table=self._table, tags=self._tags
+            )
         return found
 
     def items(self) -> list[tuple[str, LinkFollower]]:

@@ -24,10 +24,15 @@ if TYPE_CHECKING:
     from sitemapcrawl.crawlcontext import CrawlContext
     from sitemapcrawl.linkfollow import LinkFollowers
 
-__all__ = ["pack", "take"]
+__all__ = ["LAYOUT", "ShareRefused", "pack", "take"]
 
-#: Bumped when the share's layout changes: a share of another layout is refused.
-LAYOUT = 1
+#: Bumped when the share's layout changes: a share of another layout is refused. 2: the
+#: listed URLs' keys are 96-bit XXH3 digests (1: 64-bit BLAKE2b values).
+LAYOUT = 2
+
+
+class ShareRefused(ValueError):
+    """A worker's share of another layout (an older sitemapcrawl): never taken in."""
 
 
 def pack(context: CrawlContext, links: LinkFollowers | None, stats: StatsCollector) -> bytes:
@@ -62,7 +67,11 @@ def take(context: CrawlContext, links: LinkFollowers | None, blob: bytes) -> dic
     its ``sitemapcrawl/`` stats (the report adds them to this worker's)."""
     share = pickle.loads(blob)  # noqa: S301 (the crawl's own Redis, as scrapy-redis's queue)
     if share.get("layout") != LAYOUT:
-        raise ValueError(f"a worker's share of layout {share.get('layout')!r}, not {LAYOUT}")
+        raise ShareRefused(
+            f"a worker's share in Redis is of layout {share.get('layout')!r}, not {LAYOUT} "
+            "(written by an older sitemapcrawl, whose URL keys this version cannot compare "
+            "with its own); run every worker of a crawl on one version"
+        )
     for name, record in share["segments"].items():
         mine = context.segments.get(name)
         if mine is None:

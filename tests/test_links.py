@@ -517,7 +517,7 @@ def test_the_listed_key_is_canonicalize_url(origin: str, rest: str) -> None:
     """The link follower's key skips ``canonicalize_url`` only where it would change nothing."""
     from w3lib.url import canonicalize_url
 
-    from sitemapcrawl.linkfollow import _key
+    from sitemapcrawl.listedurls import canonical_key as _key
 
     url = f"{origin}/{rest}"
     assert _key(url) == canonicalize_url(url)
@@ -542,7 +542,8 @@ def test_a_query_of_several_arguments_is_sorted_as_canonicalize_url_sorts_it(
     """Several unreserved ``name=value`` arguments take the fast path (sorted, not parsed)."""
     from w3lib.url import canonicalize_url
 
-    from sitemapcrawl.linkfollow import _SORTABLE, _key
+    from sitemapcrawl.listedurls import _SORTABLE
+    from sitemapcrawl.listedurls import canonical_key as _key
 
     url = "https://a.example/p/x.html?" + "&".join(f"{k}={v}" for k, v in pairs)
     assert _SORTABLE(url)

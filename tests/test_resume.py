@@ -93,3 +93,69 @@ def test_seen_urls_survive_a_new_process(tmp_path: Path) -> None:
             cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
         )  # fmt: skip
         assert result.stdout.split() == ["1000", "True"]
+
+
+def _old_format_table(urls: list[str]) -> Any:
+    """A ``SeenUrls`` as the versions before issue 33's decision 2 pickled it: 64-bit
+    BLAKE2b values in one array, its three slots as ``pickle`` writes a class with
+    ``__slots__`` (``(None, {slot: value})``), no format mark."""
+    from array import array
+    from hashlib import blake2b
+
+    from sitemapcrawl.sitemaps.seen import SeenUrls
+
+    size = 1 << 16
+    table = array("Q", bytes(8 * size))
+    for url in urls:
+        value = int.from_bytes(blake2b(url.encode(), digest_size=8).digest(), "little") or 1
+        index = value & (size - 1)
+        while table[index]:
+            index = (index + 1) & (size - 1)
+        table[index] = value
+    old = SeenUrls.__new__(SeenUrls)
+    old.__setstate__((None, {"_count": len(urls), "_mask": size - 1, "_table": table}))
+    assert old.__reduce_ex__(4)[2] == (
+        None,
+        {"_count": len(urls), "_mask": size - 1, "_table": table},
+    )
+    return old
+
+
+def test_a_paused_crawl_of_the_old_table_format_is_refused(
+    site: Callable[[str], MockServer], tmp_path: Path
+) -> None:
+    """A JOBDIR paused by a version that kept 64-bit BLAKE2b values is never misread: the
+    crawl ends with ``bad_state`` and one error line, emits nothing, and leaves the paused
+    state as it was (the version that wrote it can still finish it)."""
+    import pickle
+
+    server = site("basic")
+    jobdir = tmp_path / "job"
+    out = tmp_path / "parts.jsonl"
+    first = run(server, out, "-s", f"JOBDIR={jobdir}", "-s", "CLOSESPIDER_PAGECOUNT=3")
+    assert "'finish_reason': 'closespider_pagecount'" in first
+    emitted = rows(out)
+    assert emitted
+    state_file = jobdir / "spider.state"
+    state = pickle.loads(state_file.read_bytes())
+    state["sitemapcrawl"]["seen"] = _old_format_table([row["url"] for row in emitted])
+    old = pickle.dumps(state, protocol=4)
+    state_file.write_bytes(old)
+    assert pickle.loads(old)["sitemapcrawl"]["seen"].stale
+
+    server.reset_requests()
+    second = run(server, out, "-s", f"JOBDIR={jobdir}")
+    assert "'finish_reason': 'bad_state'" in second
+    errors = [line for line in second.splitlines() if "] ERROR:" in line]
+    assert len(errors) == 1, errors
+    assert "written by an older sitemapcrawl" in errors[0]
+    assert "Resuming:" not in second
+    assert rows(out) == emitted  # nothing more: no URL emitted twice, none misread
+    assert server.requests() == []  # no sitemap requested again
+    # The paused state is kept as the old version wrote it (its table in the old layout).
+    kept = pickle.loads(state_file.read_bytes())["sitemapcrawl"]
+    assert kept["seen"].stale
+    assert kept["seen"].__getstate__() == pickle.loads(old)["sitemapcrawl"]["seen"].__getstate__()
+    # Refused again on the next try (the state was not consumed).
+    third = run(server, out, "-s", f"JOBDIR={jobdir}")
+    assert "'finish_reason': 'bad_state'" in third

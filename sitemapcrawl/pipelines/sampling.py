@@ -117,7 +117,10 @@ class PageSamplingPipeline:
             mode = (
                 args.links if args is not None else self.crawler.settings.get("SITEMAPCRAWL_LINKS")
             )
-            links = self.context.links = LinkFollowers(self.crawler, str(mode), self.context.sites)
+            context = self.context
+            links = context.links = LinkFollowers(
+                self.crawler, str(mode), context.sites, table=lambda: context.seen
+            )
         return links
 
     # -- streaming ------------------------------------------------------------------------

@@ -49,6 +49,7 @@ __all__ = [
     "content_digest",
     "file_limits",
     "filtered_entries",
+    "paused_refusal",
     "received_body",
 ]
 
@@ -125,7 +126,7 @@ class SitemapReading:
             follow=follow,
         )
         self._group_min = settings.getint("SITEMAPCRAWL_SEGMENT_MIN_URLS")
-        self.seen = SeenUrls()
+        self.seen = context.seen = SeenUrls()
         self.urls_emitted = 0
         self.closing = False
         self._report_sent = False  # the site report went out early (max_urls)
@@ -462,8 +463,23 @@ class SitemapReading:
         return {"seen": self.seen, "urls_emitted": self.urls_emitted}
 
     def restore(self, saved: dict[str, Any]) -> None:
-        self.seen = saved["seen"]
+        self.seen = self._context.seen = saved["seen"]
         self.urls_emitted = saved["urls_emitted"]
+
+
+def paused_refusal(saved: dict[str, Any]) -> str | None:
+    """Why the reading a paused crawl kept (:meth:`SitemapReading.saved`) cannot be
+    restored (None: it can): a URL table of an older format, whose keys this version
+    cannot compare with its own."""
+    seen = saved.get("seen")
+    if isinstance(seen, SeenUrls) and not seen.stale:
+        return None
+    return (
+        "the paused crawl in JOBDIR was written by an older sitemapcrawl (its table of "
+        "emitted URLs holds 64-bit BLAKE2b values, this version keeps 96-bit XXH3 "
+        "digests); finish it with the version that paused it, or start again with a "
+        "new JOBDIR"
+    )
 
 
 def filtered_entries(

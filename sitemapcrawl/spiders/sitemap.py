@@ -33,7 +33,7 @@ from sitemapcrawl.pipelines.report import site_reports
 from sitemapcrawl.sitemaps.dates import format_utc
 from sitemapcrawl.spiders.arguments import ARGUMENT_NAMES, parse_arguments
 from sitemapcrawl.spiders.discoverylog import DiscoveryLog
-from sitemapcrawl.spiders.reading import SitemapReading
+from sitemapcrawl.spiders.reading import SitemapReading, paused_refusal
 from sitemapcrawl.spiders.requester import SitemapCallbacks, SitemapRequester
 from sitemapcrawl.spiders.robots import RobotsDiscovery
 from sitemapcrawl.spiders.task import SitemapTask, task_from_dict
@@ -209,6 +209,10 @@ class SitemapCrawlSpider(SitemapSpider):
         if self.argument_error:
             logger.error("Not crawling: %(error)s", {"error": self.argument_error})
             raise CloseSpider("bad_argument")
+        refused = self._paused_elsewhere()
+        if refused is not None:
+            logger.error("Not crawling: %(error)s", {"error": refused})
+            raise CloseSpider("bad_state")
         try:
             self._open_state()
         except StateLocked as exc:
@@ -377,6 +381,13 @@ class SitemapCrawlSpider(SitemapSpider):
         for site in context.sites or [""]:
             values = context.site_stats[site] if site else self.stats.get_stats()
             self.discovery.explain(site, values, self.args)
+
+    def _paused_elsewhere(self) -> str | None:
+        """Why the paused crawl in ``JOBDIR`` cannot be resumed by this version (its URL
+        table is of an older format); None when it can, or when there is none. The paused
+        state is left as it was, for the version that wrote it."""
+        saved = getattr(self, "state", {}).get("sitemapcrawl")
+        return None if saved is None else paused_refusal(saved)
 
     def _resume(self) -> list[Request] | None:
         """The sitemaps a previous, interrupted run of this JOBDIR had not read; None if new."""
