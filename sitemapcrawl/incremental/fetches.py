@@ -100,21 +100,13 @@ class FetchStore:
         db = self.store.db
         db.execute("BEGIN")
         try:
+            changed = None if interval is None else int(interval[1])
             db.execute(
                 "INSERT INTO fetches (origin, url, run_id, fetched_at, reason, status, "
                 "fingerprint, page_modified, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    origin,
-                    url,
-                    run_id,
-                    fetched_at,
-                    reason,
-                    status,
-                    fingerprint,
-                    page_modified,
-                    None if interval is None else int(interval[1]),
-                ),
-            )
+                (origin, url, run_id, fetched_at, reason, status, fingerprint, page_modified,
+                 changed),
+            )  # fmt: skip
             key = (self.store.name_id(origin), path_of(origin, url))
             if fingerprint is not None:
                 row = db.execute(

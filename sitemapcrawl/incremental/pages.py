@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
-import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sitemapcrawl.incremental.held import HeldPages
 from sitemapcrawl.incremental.segmentrun import captured, utc
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
-from sitemapcrawl.verify.commonmode import CommonEdits, edit_signatures
 from sitemapcrawl.verify.crossrun import Observation, url_runs
-from sitemapcrawl.verify.noise import NoiseFloor
 from sitemapcrawl.verify.refetch.audits import audit_draw
 from sitemapcrawl.verify.refetch.learn import co_changed
 from sitemapcrawl.verify.refetch.moves import delta_l
@@ -60,23 +58,6 @@ class _Change:
     miss: tuple[str, bool] | None = None  # (previous fetch's time, counted)
 
 
-@dataclass(slots=True)
-class _Held:
-    """A page whose content changed since our last fetch: its observation waits until the
-    run has compared enough pages to tell a template edit (``verify.commonmode``) and has
-    fetched a few would-be misses again (``verify.noise``): :meth:`PageObservations.settle`.
-    ``candidate``: a would-be miss (a random fetch, its lastmod as at our last fetch)."""
-
-    url: str
-    segment: str
-    reason: str
-    fetch: dict[str, Any]
-    host: str
-    edits: frozenset[str] | None
-    candidate: bool
-    observed: dict[str, Any] = field(default_factory=dict)
-
-
 class PageObservations:
     """The pages one run fetched, recorded against what the state knew of them.
 
@@ -105,9 +86,7 @@ class PageObservations:
         self._flush = flush
         self._clock = clock
         self._saw_change = saw_change
-        self._edits = CommonEdits()
-        self._noise = NoiseFloor()
-        self._held: list[_Held] = []
+        self.held = HeldPages()
         #: the change runs of the pages this run's fetches found changed (co-change)
         self._changed_now: list[tuple[int, ...]] = []
 
@@ -130,8 +109,8 @@ class PageObservations:
         before (``changed``, ``interval_s``, ``lastmod_moved``). ``not_modified``: it
         answered ``304`` to our conditional request: it is what we fetched last time.
         ``content``: what the fingerprint hashed (``PageEvidence.content``). A page whose
-        content changed is held (:class:`_Held`), its observation an empty dict filled by
-        :meth:`settle`."""
+        content changed is held (``incremental.held``), its observation an empty dict
+        filled by :meth:`settle`."""
         run = self._run
         self._flush()
         prev = run.store.url(run.origin, url)
@@ -147,57 +126,36 @@ class PageObservations:
         }
         if prev is None or prev.fingerprint is None or fingerprint is None or not_modified:
             return self._observe(url, segment, reason, prev, fetch)
-        host = urllib.parse.urlsplit(url).netloc
         if fingerprint == prev.fingerprint:
-            self._edits.add(host, url, frozenset())
+            self.held.unchanged(url)
             return self._observe(url, segment, reason, prev, fetch)
-        before = run.fetches.content(run.origin, url)
-        edits = edit_signatures(before, content) if before and content else None
-        if edits is not None:
-            self._edits.add(host, url, edits)
         unmoved = prev.lastmod_raw is not None and prev.lastmod_raw == prev.fetched_lastmod_raw
-        held = _Held(url, segment, reason, fetch, host, edits, unmoved and reason in RANDOM_REASONS)
-        self._held.append(held)
-        return held.observed
+        return self.held.hold(
+            url,
+            segment,
+            reason,
+            fetch,
+            before=run.fetches.content(run.origin, url),
+            candidate=unmoved and reason in RANDOM_REASONS,
+        )
 
     def noise_probes(self) -> list[tuple[str, str]]:
-        """(url, segment) of the held would-be misses to fetch again at once, a few per
-        site (``verify.noise``); each answered with :meth:`noise`."""
-        candidates: dict[str, list[str]] = {}
-        segments = {}
-        for page in self._held:
-            if page.candidate:
-                candidates.setdefault(page.host, []).append(page.url)
-                segments[page.url] = page.segment
+        """(url, segment) of the held would-be misses to fetch again at once
+        (``HeldPages.probes``: a seeded draw), each answered with ``held.noise``."""
         run = self._run
-        chosen = self._noise.choose(
-            candidates, key=lambda url: audit_draw(run.seed, run.run_id, url)
-        )
-        return [(url, segments[url]) for _, url in chosen]
-
-    def noise(self, url: str, fingerprint: str | None) -> bool | None:
-        """A held page fetched again: whether its fingerprint differs from this run's first
-        fetch (None: not compared, the second fetch failed or was no page)."""
-        page = next((p for p in self._held if p.url == url), None)
-        if page is None or fingerprint is None:
-            return None
-        differed = bool(fingerprint != page.fetch["fingerprint"])
-        self._noise.record(page.host, differed)
-        return differed
+        return self.held.probes(lambda url: audit_draw(run.seed, run.run_id, url))
 
     def settle(self) -> list[tuple[str, str, str, dict[str, Any]]]:
         """Record the pages held so far (:meth:`observe`), each as changed unless every one
         of its edits is the template's by now (``CommonEdits.template_only``): (url,
         segment, reason, observation) of each."""
-        held, self._held = self._held, []
+        held = self.held.take()
         if held:
             self._flush()
         settled = []
-        for page in held:
-            template = self._edits.template_only(page.host, page.edits)
-            volatile = self._noise.volatile(page.host)
+        for page, template, volatile, noise in held:
             seg = self._standings.by_segment[page.segment]
-            seg.noise = self._noise.measured(page.host) or seg.noise
+            seg.noise = noise or seg.noise
             prev = self._run.store.url(self._run.origin, page.url)
             observed = self._observe(
                 page.url,
@@ -212,7 +170,7 @@ class PageObservations:
                 page.observed.update(observed)
                 if template:
                     page.observed["template_edit"] = True
-                    self._standings.by_segment[page.segment].template_edits += 1
+                    seg.template_edits += 1
                 if observed["changed"]:
                     self._saw_change(page.url, page.segment)
             settled.append((page.url, page.segment, page.reason, page.observed))

@@ -286,7 +286,7 @@ class PageFetcher:
             if response.status == 200:
                 evidence = page_evidence(response.body, response.url, _headers(response))
                 fingerprint = evidence.fingerprint
-            if state.pages_seen.noise(url, fingerprint):
+            if state.pages_seen.held.noise(url, fingerprint):
                 self._inc(site, _R + "noise_differed_count")
 
         await asyncio.gather(*(probe(url, segment) for url, segment in probes))
