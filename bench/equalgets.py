@@ -194,6 +194,27 @@ class Catch:
         )
 
 
+class Tally:
+    """One site's :class:`Catch` sums: the whole site, per segment class, per segment."""
+
+    def __init__(self) -> None:
+        self.site = Catch()
+        self.by_class: dict[str, Catch] = {}
+        self.by_segment: dict[str, Catch] = {}
+
+    def add(self, segment: str, cls: str, catch: Catch) -> None:
+        self.site.add(catch)
+        self.by_segment.setdefault(segment, Catch()).add(catch)
+        self.by_class.setdefault(cls, Catch()).add(catch)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "site": self.site.to_json(),
+            "by_class": {c: v.to_json() for c, v in sorted(self.by_class.items())},
+            "by_segment": {s: v.to_json() for s, v in sorted(self.by_segment.items())},
+        }
+
+
 def score_run(
     segment_of: Mapping[Hashable, str],
     before: Mapping[Hashable, int],

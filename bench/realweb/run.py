@@ -569,7 +569,7 @@ def equal_gets(
     site, per segment, and per segment class (``class_of(segment)``: its label verdict).
     ``times``: each deploy's clock, seconds."""
     order = equalgets.RateOrder()
-    site, by_class, by_segment = equalgets.Catch(), {}, {}
+    tally = equalgets.Tally()
     previous: dict[str, int] = {}
     for k, rec in enumerate(records):
         listed = tr.listed(k)
@@ -584,16 +584,9 @@ def equal_gets(
                 segment_of, previous, versions, fetched, order=order, now=times[k]
             )
             for segment, catch in per.items():
-                site.add(catch)
-                by_segment.setdefault(segment, equalgets.Catch()).add(catch)
-                cls = class_of(segment) or "unlabelled"
-                by_class.setdefault(cls, equalgets.Catch()).add(catch)
+                tally.add(segment, class_of(segment) or "unlabelled", catch)
         previous = versions
-    return {
-        "site": site.to_json(),
-        "by_class": {c: v.to_json() for c, v in sorted(by_class.items())},
-        "by_segment": {s: v.to_json() for s, v in sorted(by_segment.items())},
-    }
+    return tally.to_json()
 
 
 def segment_mismatches(segmaps: list[dict[str, str]], records: list[RunRecord]) -> dict[str, Any]:

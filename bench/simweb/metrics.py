@@ -315,9 +315,7 @@ def equal_gets(
     1.. (:mod:`bench.equalgets`): for the site, per segment (``names[s]``) and per segment
     class (``classes[s]``: its true verdict)."""
     order = equalgets.RateOrder()
-    site = equalgets.Catch()
-    by_class: dict[str, equalgets.Catch] = {}
-    by_segment: dict[str, equalgets.Catch] = {}
+    tally = equalgets.Tally()
     previous: dict[int, int] = {}
     for d in range(len(tl.times)):
         listed = np.flatnonzero(tl.listed[d] & (tl.version[d] >= 0))
@@ -331,13 +329,6 @@ def equal_gets(
                 segment_of, previous, versions, got, order=order, now=float(tl.times[d])
             )
             for name, catch in per.items():
-                site.add(catch)
-                by_segment.setdefault(name, equalgets.Catch()).add(catch)
-                cls = classes[names.index(name)]
-                by_class.setdefault(cls, equalgets.Catch()).add(catch)
+                tally.add(name, classes[names.index(name)], catch)
         previous = versions
-    return {
-        "site": site.to_json(),
-        "by_class": {c: v.to_json() for c, v in sorted(by_class.items())},
-        "by_segment": {s: v.to_json() for s, v in sorted(by_segment.items())},
-    }
+    return tally.to_json()

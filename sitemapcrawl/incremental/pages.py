@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sitemapcrawl.incremental.held import HeldPages
-from sitemapcrawl.incremental.segmentrun import captured, utc
+from sitemapcrawl.incremental.segmentrun import captured, page_moment, utc
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.crossrun import Observation, url_runs
 from sitemapcrawl.verify.refetch.audits import audit_draw
@@ -202,7 +202,7 @@ class PageObservations:
         if fingerprint is not None and (prev is None or prev.fingerprint is None):
             from_dates, _ = page_date_intervals(
                 fetched_at=fetched_at,
-                page_date=_page_moment(page_modified),
+                page_date=page_moment(page_modified),
                 previous_fetch=None,
                 previous_date=None,
                 changed=None,
@@ -292,9 +292,9 @@ class PageObservations:
             seg.wave_expected += self._decisions.change_probability(segment, prev, seconds)
         from_dates, check = page_date_intervals(
             fetched_at=fetched_at,
-            page_date=_page_moment(page_modified),
+            page_date=page_moment(page_modified),
             previous_fetch=before,
-            previous_date=_page_moment(prev.page_modified),
+            previous_date=page_moment(prev.page_modified),
             changed=own,
             cap=run.policy.max_age.total_seconds(),
         )
@@ -337,17 +337,7 @@ class PageObservations:
         the page changed and the pages' zone says not), and whether the page's own content
         changed (a template edit is none unless the lastmod moved)."""
         shift, offset = self._standings.shift(segment) or 0.0, self._standings.utc_offset(segment)
-        moved = bool(
-            delta_l(
-                lastmod,
-                before,
-                prev.fetched_lastmod_raw,
-                compare_raw=True,
-                captured=captured(prev, shift, offset),
-                shift=shift,
-                utc_offset=offset,
-            )
-        )
+        moved = _lastmod_moved(lastmod, prev, before, shift, offset)
         own = changed and (moved or not template)
         if own and not moved and offset is not None and lastmod is not None:
             moved = _in_any_zone(lastmod, prev, before, shift)
@@ -462,14 +452,26 @@ def _in_any_zone(lastmod: LastMod, prev: UrlState, before: dt.datetime, shift: f
     pages' zone it may end before our last fetch while in some zone it still holds it, and
     an edit after that fetch on that day keeps the value. Such a change is no miss: the
     pages' zone is not the sitemap's."""
+    return _lastmod_moved(lastmod, prev, before, shift, None)
+
+
+def _lastmod_moved(
+    lastmod: LastMod | None,
+    prev: UrlState,
+    before: dt.datetime,
+    shift: float,
+    utc_offset: float | None,
+) -> bool:
+    """``delta_l`` of our fetch at ``before``, its dates read at ``utc_offset``."""
     return bool(
         delta_l(
             lastmod,
             before,
             prev.fetched_lastmod_raw,
             compare_raw=True,
-            captured=captured(prev, shift, None),
+            captured=captured(prev, shift, utc_offset),
             shift=shift,
+            utc_offset=utc_offset,
         )
     )
 
@@ -482,19 +484,3 @@ def _validator_moved(prev: UrlState, etag: str | None, last_modified: str | None
     if prev.http_last_modified and last_modified:
         return prev.http_last_modified != last_modified
     return None
-
-
-def _page_moment(text: str | None) -> dt.datetime | None:
-    """A page's own modification date as a moment: only a time with its zone (a date, or
-    a time in an unknown zone, cannot place a change between two daily fetches)."""
-    if not text:
-        return None
-    parsed = parse_lastmod(text)
-    if (
-        parsed is None
-        or parsed.value is None
-        or parsed.precision in ("day", "month", "year")
-        or "assumed_utc" in parsed.flags
-    ):
-        return None
-    return parsed.value

@@ -14,7 +14,7 @@ from sitemapcrawl.verify.refetch.moves import reports_within
 if TYPE_CHECKING:
     from sitemapcrawl.incremental.store import UrlState
 
-__all__ = ["SegmentRun", "audited_url_runs", "audits", "captured", "utc"]
+__all__ = ["SegmentRun", "audited_url_runs", "audits", "captured", "page_moment", "utc"]
 
 
 @dataclass(slots=True)
@@ -122,7 +122,7 @@ def captured(
     window = end - dt.timedelta(seconds=prev.intervals[-1][0]), end
     seen = parse_lastmod(prev.fetched_lastmod_raw) if prev.fetched_lastmod_raw else None
     if seen is not None and reports_within(seen, window, shift, utc_offset):
-        declared = _moment(prev.page_modified)
+        declared = page_moment(prev.page_modified)
         if declared is None or not reports_within(seen, (window[0], declared), shift, utc_offset):
             return None
         # the page's own time, to the second it names (a lastmod of that second is in it)
@@ -130,7 +130,7 @@ def captured(
     return window
 
 
-def _moment(text: str | None) -> dt.datetime | None:
+def page_moment(text: str | None) -> dt.datetime | None:
     """A page's own modification date as an instant: a time with its zone, else None."""
     parsed = parse_lastmod(text) if text else None
     if (
