@@ -100,14 +100,16 @@ QUIET_P = 0.01
 QUIET_HISTORY = 5
 
 
-def segment_moves(spec: corpus.SiteSpec, cache: Path) -> dict[str, list[int]]:
-    """Per segment of a TRUSTED label: its pages' lastmod moves on each run 1.. (pages
-    listed at the deploy and the one before)."""
+def segment_moves(
+    spec: corpus.SiteSpec, cache: Path, every: bool = False
+) -> dict[str, list[int]]:
+    """Per segment of a TRUSTED label (``every``: per segment): its pages' lastmod moves on
+    each run 1.. (pages listed at the deploy and the one before)."""
     tr, segmaps = _truth(spec, cache)
     out: dict[str, list[int]] = {}
     for name in sorted({s for m in segmaps for s in m.values()}):
         label = spec.label(name)
-        if label and label["verdict"] == "TRUSTED":
+        if every or (label and label["verdict"] == "TRUSTED"):
             out[name] = [
                 sum(1 for p in tr.lastmod_moved(k) if segmaps[k].get(p) == name)
                 for k in range(1, len(segmaps))
@@ -136,9 +138,12 @@ def quiet_report(names: list[str], specs: dict[str, corpus.SiteSpec], cache: Pat
         per_segment = segment_moves(specs[name], cache)
         runs = len(next(iter(per_segment.values()), []))
         site = [sum(m[k] for m in per_segment.values()) for k in range(runs)]
+        every = segment_moves(specs[name], cache, every=True)
+        width = len(next(iter(every.values()), []))
+        whole = [sum(m[k] for m in every.values()) for k in range(width)]
         rows = list(per_segment.items()) + (
             [("(its TRUSTED segments together)", site)] if site else []
-        )
+        ) + ([("(all its segments together)", whole)] if whole else [])
         for segment, moves in rows:
             real = quiet_alarms(moves)
             # served with deploy k's lastmods from k on: run k still sees deploy k's moves

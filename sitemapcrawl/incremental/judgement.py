@@ -156,7 +156,7 @@ class SegmentJudgement:
         self, segment: str, standing: SegmentState | None, l2: CrossRun
     ) -> dict[str, Any] | None:
         """The quiet-stretch detector (``verify.refetch.quiet``) after this run, kept in
-        the segment's counts, for the segment and for its site's TRUSTED segments together;
+        the segment's counts, for the segment and for its site's segments together;
         an alarm (once per quiet stretch) makes the next run re-sample the segment and audit
         it (``CrawlState.sample_due``, ``RefetchDecisions``). Returns what the report says
         of it, if anything."""
@@ -165,13 +165,10 @@ class SegmentJudgement:
             return None
         standings, counts = self._standings, standing.counts
         site = standings.site_of(segment)
-        site_moves = sum(
-            moved
-            for name, moved in moves.items()
-            if standings.site_of(name) == site
-            and (other := standings.segments.get(name)) is not None
-            and other.verdict == "TRUSTED"
-        )
+        # the site's every segment: a sitemap that stops being regenerated stops every
+        # segment's moves, and a record kept only on runs with a TRUSTED segment would
+        # count the runs before trust as quiet ones, making the stretch look ordinary
+        site_moves = sum(moved for name, moved in moves.items() if standings.site_of(name) == site)
         own = QuietStretch.from_counts(counts.get("quiet")).after(moves[segment])
         pooled = QuietStretch.from_counts(counts.get("site_quiet")).after(site_moves)
         # the alarm this run started with was acted on; a move ends the stretch
