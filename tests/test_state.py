@@ -1476,3 +1476,67 @@ async def test_a_quiet_stretch_its_history_makes_unlikely_is_audited_once(
     _, report13, _, log13 = await run(server, state, sample="on", since="last", pages="refetch")
     assert report13["segments"][1]["cross_run"]["quiet"]["alarm"] is False
     assert len(paths(log13, "/posts/")) < POSTS
+
+
+@deferred_f_from_coro_f
+async def test_a_sitemap_that_stops_reporting_is_stale_once_the_alarm_audit_finds_a_change(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    """As above, but the quiet stretch is a frozen sitemap over changing pages: two posts
+    are edited while neither the sitemap nor their dateModified moves (a stale CMS). The
+    alarm's audit finds both, where the cross-run score wants three misses: STALE with the
+    reason, for as long as the sitemap stays still; a lastmod move ends the record and the
+    red verdict waits for its clean runs (verify.refetch.quiet.stopped_after)."""
+    built, server = site
+    state = tmp_path / "state.sqlite"
+    every_run = {
+        "SITEMAPCRAWL_RESAMPLE_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 1,
+    }
+    await run(server, state, sample="on")
+    for posts_edited in [range(12), range(12, 24), [0, 1], [2, 3], [4, 5], [6, 7]]:
+        built.edit(*posts_edited)
+        _, report, _, _ = await run(
+            server, state, every_run, sample="on", since="last", pages="refetch"
+        )
+    assert report["segments"][1]["verdict"] == "TRUSTED"
+    verdicts = []
+    for frozen_edit in [[], [20], [21], []]:  # runs 8-11: the sitemap stands still
+        if frozen_edit:
+            built.edit(*frozen_edit, lastmod=False)
+        _, report, _, _ = await run(server, state, sample="on", since="last", pages="refetch")
+        posts = report["segments"][1]
+        verdicts.append((posts["verdict"], posts["cross_run"]["quiet"]["alarm"]))
+    assert verdicts == [("TRUSTED", False)] * 3 + [("TRUSTED", True)]
+    # Run 12: the alarm's re-sample and audit fetch every post and find both edits
+    _, report12, _, log12 = await run(server, state, sample="on", since="last", pages="refetch")
+    posts12 = report12["segments"][1]
+    # the re-sample fetched every post, the would-be misses twice (the noise floor's probe)
+    assert sorted(set(paths(log12, "/posts/"))) == sorted(f"/posts/{i}" for i in range(POSTS))
+    assert (posts12["verdict"], posts12["reason"]) == (
+        "STALE",
+        "The sitemap has stopped reporting changes: no lastmod moved in 5 runs (a quiet "
+        "stretch its history makes less than 1 % likely), and the audit that followed found 2 "
+        "of 25 pages changed whose lastmod had not moved.",
+    )
+    # Run 13: still nothing moves: still STALE, the stretch one run longer
+    _, report13, _, _ = await run(server, state, sample="on", since="last", pages="refetch")
+    assert (report13["segments"][1]["verdict"], report13["segments"][1]["reason"]) == (
+        "STALE",
+        posts12["reason"].replace("in 5 runs", "in 6 runs"),
+    )
+    # Runs 14-16: the sitemap reports again (a post edited, its lastmod moving): the red
+    # verdict is held for its clean runs, then promoted as any other
+    built.edit(9)
+    verdicts = []
+    for _ in range(3):
+        _, report, _, _ = await run(
+            server, state, every_run, sample="on", since="last", pages="refetch"
+        )
+        verdicts.append(report["segments"][1]["verdict"])
+    assert verdicts == ["STALE", "PROVISIONAL", "TRUSTED"]
+    assert report["segments"][1]["reason"].startswith(
+        "Across 16 runs, lastmod moved with 25 of the content changes we saw and the audit "
+        "found 2 misses in"
+    )

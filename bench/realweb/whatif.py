@@ -100,9 +100,7 @@ QUIET_P = 0.01
 QUIET_HISTORY = 5
 
 
-def segment_moves(
-    spec: corpus.SiteSpec, cache: Path, every: bool = False
-) -> dict[str, list[int]]:
+def segment_moves(spec: corpus.SiteSpec, cache: Path, every: bool = False) -> dict[str, list[int]]:
     """Per segment of a TRUSTED label (``every``: per segment): its pages' lastmod moves on
     each run 1.. (pages listed at the deploy and the one before)."""
     tr, segmaps = _truth(spec, cache)
@@ -141,9 +139,11 @@ def quiet_report(names: list[str], specs: dict[str, corpus.SiteSpec], cache: Pat
         every = segment_moves(specs[name], cache, every=True)
         width = len(next(iter(every.values()), []))
         whole = [sum(m[k] for m in every.values()) for k in range(width)]
-        rows = list(per_segment.items()) + (
-            [("(its TRUSTED segments together)", site)] if site else []
-        ) + ([("(all its segments together)", whole)] if whole else [])
+        rows = (
+            list(per_segment.items())
+            + ([("(its TRUSTED segments together)", site)] if site else [])
+            + ([("(all its segments together)", whole)] if whole else [])
+        )
         for segment, moves in rows:
             real = quiet_alarms(moves)
             # served with deploy k's lastmods from k on: run k still sees deploy k's moves

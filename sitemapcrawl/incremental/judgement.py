@@ -18,7 +18,7 @@ from sitemapcrawl.incremental.store import SegmentState
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.crossrun import DECAY, CrossRun, combine, generation_refuted
 from sitemapcrawl.verify.refetch.moves import reports_within
-from sitemapcrawl.verify.refetch.quiet import QuietStretch
+from sitemapcrawl.verify.refetch.quiet import STOPPED, QuietStretch, stopped_after
 from sitemapcrawl.verify.refetch.rates import page_dates_verified
 
 if TYPE_CHECKING:
@@ -175,6 +175,17 @@ class SegmentJudgement:
         acted = bool(counts.get("quiet_alarm") or counts.get("quiet_acted"))
         acted = acted and bool(own.stretch or pooled.stretch)
         alarm = (own.alarm() or pooled.alarm()) and not acted
+        stopped = stopped_after(
+            l2.extra.get(STOPPED),
+            audited_alarm=bool(counts.get("quiet_alarm")) and standing.verdict == "TRUSTED",
+            found=l2.fn - DECAY * float(counts.get("fn", 0.0)),
+            audited=l2.fn + l2.tn - DECAY * float(counts.get("fn", 0.0) + counts.get("tn", 0.0)),
+            stretch=own.stretch,
+        )
+        if stopped:
+            l2.extra[STOPPED] = stopped
+        else:
+            l2.extra.pop(STOPPED, None)
         l2.extra.update(
             quiet=own.as_counts(),
             site_quiet=pooled.as_counts(),

@@ -59,6 +59,7 @@ from typing import Any
 
 from sitemapcrawl.verify.intervals import wilson
 from sitemapcrawl.verify.noise import VOLATILE
+from sitemapcrawl.verify.refetch.quiet import STOPPED, stopped_reason
 
 __all__ = [
     "RED",
@@ -458,6 +459,9 @@ def _demote(run: _Run) -> _Result | None:
     # STALE.
     if run.static_name in RED and not (run.static_name == "TZ_SHIFT" and stale):
         return run.red(run.static_name, run.static_reason)
+    stopped = run.l2.extra.get(STOPPED)
+    if stopped:  # a quiet stretch whose audit found changes (verify.refetch.quiet)
+        return run.red("STALE", stopped_reason(stopped))
     if stale:
         assert recall is not None
         bound = (

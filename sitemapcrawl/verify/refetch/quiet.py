@@ -15,7 +15,19 @@ at least ``QUIET_HISTORY`` runs of history. Replayed on bench/realweb's truth
 (``bench/realweb/whatif.py --quiet``): no alarm on the real history of any honest segment,
 an alarm 3 runs after a freeze for each site's TRUSTED segments together. On an alarm, the
 segment's re-sample is due at once and one audit sized to find the missed changes is
-ordered, once per quiet stretch (:func:`quiet_audit_size`).
+ordered, once per quiet stretch (:func:`quiet_audit_size`). When that audit finds a page
+changed whose lastmod stood still, the sitemap has stopped reporting: the segment is STALE
+for as long as the stretch lasts (:func:`stopped_after`). A truly quiet site's audit finds
+nothing changed (its pages are as still as its lastmods) and it stays TRUSTED.
+
+Why one miss is enough there, where the cross-run score wants three: the alarm already
+says the stretch is one the segment's own history gives less than 1 %, and the audit is
+one of the pages that stretch left unreported; on an honest site the audit's misses are
+what its list pages and feeds miss at any time, and those are rare enough that a
+TRUSTED segment has a recall bound of 0.8 with them. Measured on bench/realweb's
+WordPress export frozen from deploy 18 (docs/benchmarks.md): the alarm at +3 and an
+audit that found 2 misses among 274 pages, where the three-miss rule left the segment
+TRUSTED for the rest of the history.
 """
 
 from __future__ import annotations
@@ -26,7 +38,15 @@ from typing import Any
 
 from sitemapcrawl.verify.intervals import wilson
 
-__all__ = ["QUIET_HISTORY", "QUIET_P", "QuietStretch", "quiet_audit_size"]
+__all__ = [
+    "QUIET_HISTORY",
+    "QUIET_P",
+    "STOPPED",
+    "QuietStretch",
+    "quiet_audit_size",
+    "stopped_after",
+    "stopped_reason",
+]
 
 #: The alarm: a quiet stretch that the history gives less than this probability.
 QUIET_P = 0.01
@@ -36,6 +56,8 @@ QUIET_HISTORY = 5
 _Z = 1.645
 #: Misses an alarm's audit aims to see (``crossrun.STALE_MISSES``).
 _MISSES = 3
+#: The L2 counts' record of a sitemap found to have stopped reporting (:func:`stopped_after`).
+STOPPED = "quiet_stopped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,3 +126,51 @@ def quiet_audit_size(urls: int, expected_missed: float) -> int:
     if expected_missed <= _MISSES:
         return urls
     return min(urls, math.ceil(_MISSES * urls / expected_missed))
+
+
+def stopped_after(
+    previous: dict[str, Any] | None,
+    *,
+    audited_alarm: bool,
+    found: float,
+    audited: float,
+    stretch: int,
+) -> dict[str, Any] | None:
+    """The record of a sitemap that stopped reporting after this run, or None.
+
+    ``audited_alarm``: this run carried the audit of an alarm raised on the previous run
+    (a TRUSTED segment's); ``found`` / ``audited``: the misses and audited pages this run
+    added; ``stretch``: the segment's runs without a lastmod move, this one included (a move
+    ends the record: the sitemap reports again, and the red verdict's clean runs decide).
+
+    >>> first = stopped_after(None, audited_alarm=True, found=2.0, audited=270.6, stretch=4)
+    >>> first
+    {'runs': 4, 'found': 2, 'audited': 271}
+    >>> stopped_after(first, audited_alarm=False, found=0.0, audited=1.0, stretch=5)
+    {'runs': 5, 'found': 2, 'audited': 271}
+    >>> stopped_after(first, audited_alarm=False, found=0.0, audited=1.0, stretch=0) is None
+    True
+    >>> stopped_after(None, audited_alarm=True, found=0.02, audited=274.0, stretch=4) is None
+    True
+    """
+    if not stretch:
+        return None
+    if previous:
+        return {**previous, "runs": stretch}
+    if audited_alarm and round(found) >= 1:
+        return {"runs": stretch, "found": round(found), "audited": round(audited)}
+    return None
+
+
+def stopped_reason(record: dict[str, Any]) -> str:
+    """The STALE verdict's reason for a sitemap that stopped reporting.
+
+    >>> stopped_reason({"runs": 4, "found": 2, "audited": 271})[-60:]
+    'ed found 2 of 271 pages changed whose lastmod had not moved.'
+    """
+    return (
+        f"The sitemap has stopped reporting changes: no lastmod moved in {record['runs']} runs "
+        f"(a quiet stretch its history makes less than {QUIET_P * 100:g} % likely), and the audit "
+        f"that followed found {record['found']} of {record['audited']} pages changed whose "
+        "lastmod had not moved."
+    )
