@@ -1540,3 +1540,45 @@ async def test_a_sitemap_that_stops_reporting_is_stale_once_the_alarm_audit_find
         "Across 16 runs, lastmod moved with 25 of the content changes we saw and the audit "
         "found 2 misses in"
     )
+
+
+@deferred_f_from_coro_f
+async def test_the_quiet_alarm_reads_the_whole_sites_moves(
+    site: tuple[Site, MockServer], tmp_path: Path
+) -> None:
+    """The posts' own lastmod moved on 7 of 10 runs, too quiet a history for 3 still runs to
+    be unlikely; but the pages' generation stamp moved on every run, so the site as a whole
+    was never still. When the whole sitemap stops (a build that no longer runs), the alarm
+    comes from the site's record after 3 still runs (0.21^3 < 1 %), although the pages'
+    segment is not TRUSTED: a record of the TRUSTED segments alone would have counted the
+    runs before the posts were trusted as still ones."""
+    built, server = site
+    state = tmp_path / "state.sqlite"
+    every_run = {
+        "SITEMAPCRAWL_RESAMPLE_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
+        "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 1,
+    }
+    await run(server, state, sample="on")
+    edits = [range(12), range(12, 24), [], [0, 1], [], [2, 3], [], [4, 5], [6, 7], [8, 9]]
+    for posts_edited in edits:
+        if posts_edited:
+            built.edit(*posts_edited)
+        # the pages' stamp: every build (hours back, as the edits)
+        built.now = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(hours=3)
+        built.write()
+        _, report, _, _ = await run(
+            server, state, every_run, sample="on", since="last", pages="refetch"
+        )
+    assert [(s["segment"], s["verdict"]) for s in report["segments"]] == [
+        (PAGES_SEG, "GENERATION_TIME"),
+        (POSTS_SEG, "TRUSTED"),
+    ]
+    quiet_runs = []
+    for _ in range(3):  # the build stops: nothing moves
+        _, report, _, _ = await run(server, state, sample="on", since="last", pages="refetch")
+        quiet_runs.append(report["segments"][1]["cross_run"]["quiet"])
+    assert quiet_runs == [
+        {"runs_without_move": r, "site_runs_without_move": r, "alarm": r == 3, "expected_missed": e}
+        for r, e in [(1, 3.4), (2, 6.8), (3, 10.2)]
+    ]

@@ -354,6 +354,7 @@ class CrawlState:
                 seg.lastmod_after_since += 1
             decision = self.decisions.decide(item, lastmod, prev, now, cut)
             seg.decisions[decision.reason] += 1
+            seg.lastmod_moves += bool(decision.delta_l) or decision.reason == "lastmod_late"
             if decision.refetch:
                 seg.refetch += 1
                 if self.pages:

@@ -143,10 +143,11 @@ class SegmentJudgement:
 
     def _run_moves(self) -> dict[str, int]:
         """Lastmod moves per segment on this run, of the segments it decided on (an
-        incremental run: a run without ``since`` makes no decision and moves nothing)."""
+        incremental run: a run without ``since`` makes no decision and moves nothing),
+        whatever their verdicts: a generation stamp's moves show the site's build runs."""
         if self._moves is None:
             self._moves = {
-                name: seg.decisions["lastmod_changed"] + seg.decisions["lastmod_late"]
+                name: seg.lastmod_moves
                 for name, seg in self._standings.by_segment.items()
                 if seg.decisions
             }

@@ -25,6 +25,9 @@ class SegmentRun:
     refetch: int = 0
     observations: list[Observation] = field(default_factory=list)
     lastmod_after_since: int = 0
+    #: URLs whose lastmod moved since our previous reading, late reports included, whatever
+    #: the segment's verdict (the quiet-stretch detector's moves)
+    lastmod_moves: int = 0
     undated: int = 0
     urls: int = 0
     lag_pending: int = 0
