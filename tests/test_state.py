@@ -13,6 +13,7 @@ import logging
 import os
 import sqlite3
 import time
+import zlib
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -613,10 +614,36 @@ def test_schema_8_drops_the_fingerprints_of_the_old_html_parse(tmp_path: Path) -
     )
     old.close()
     store = StateStore.open(state)
-    assert (store.upgraded_from, store.version) == (7, SCHEMA_VERSION) == (7, 11)
+    assert (store.upgraded_from, store.version) == (7, SCHEMA_VERSION) == (7, 12)
     page = store.url("https://a.example", "https://a.example/p")
     assert page is not None
     assert (page.fetched_at, page.fingerprint) == ("2024-06-03T00:00:00Z", None)
+    store.close()
+
+
+def test_schema_12_drops_the_fingerprints_and_contents_of_the_old_reading(tmp_path: Path) -> None:
+    """From schema 12 the fingerprint reads link fragments, keeps paths made of words and
+    numbers and leaves the pager out: a stored fingerprint or content of the old reading is
+    no base for the next comparison (it would differ where nothing changed)."""
+    state = tmp_path / "state.sqlite"
+    old = StateStore.open(state, upto=11)
+    old.db.execute("INSERT INTO names (id, name) VALUES (1, 'https://a.example'), (2, '/')")
+    old.db.execute(
+        "INSERT INTO urls (origin, path, segment, sitemap, first_run, last_run, fetched_at, "
+        "fingerprint) VALUES (1, '/p', 2, 2, 1, 1, '2024-06-03T00:00:00Z', ?)",
+        ("0" * 32,),
+    )
+    old.db.execute(
+        "INSERT INTO page_content (origin, path, content) VALUES (1, '/p', ?)",
+        (zlib.compress(b"Text\n/a"),),
+    )
+    old.close()
+    store = StateStore.open(state)
+    assert (store.upgraded_from, store.version) == (11, SCHEMA_VERSION) == (11, 12)
+    page = store.url("https://a.example", "https://a.example/p")
+    assert page is not None
+    assert (page.fetched_at, page.fingerprint) == ("2024-06-03T00:00:00Z", None)
+    assert store.db.execute("SELECT count(*) FROM page_content").fetchone() == (0,)
     store.close()
 
 

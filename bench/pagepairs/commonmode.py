@@ -65,8 +65,7 @@ def measure(path: Path, share: float = MIN_SHARE) -> dict[str, Any]:
     for k, group in by_deploy.items():
         common = CommonEdits(share=share)
         for row in group:
-            if row["edits"] is not None:
-                common.add("site", row["url"], row["edits"])
+            common.add("site", row["url"], row["edits"])
         # the byte-identical pages a spider's sample would have compared with them
         differing, identical = pages.get(k, (len(group), 0))
         for i in range(round(len(group) * identical / max(differing, 1))):

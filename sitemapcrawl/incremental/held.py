@@ -64,8 +64,7 @@ class HeldPages:
         host = _host(url)
         content = fetch["content"]
         edits = edit_signatures(before, content) if before and content else None
-        if edits is not None:
-            self.edits.add(host, url, edits)
+        self.edits.add(host, url, edits)  # a page compared, whether or not edit by edit
         page = Held(url, segment, reason, fetch, host, edits, candidate)
         self.pages.append(page)
         return page.observed

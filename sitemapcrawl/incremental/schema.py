@@ -272,6 +272,15 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (origin, path)
     ) WITHOUT ROWID;
     """,
+    # 12: the fingerprint reads link fragments (a link retargeted to another section is a
+    # change), keeps paths made of words and numbers (only random-looking ids are masked)
+    # and leaves out the previous / next pager: a fingerprint or a stored content of the
+    # old kind would differ from the next fetch's where nothing changed. The next fetch of
+    # each page starts its comparisons afresh.
+    """
+    UPDATE urls SET fingerprint = NULL WHERE fingerprint IS NOT NULL;
+    DELETE FROM page_content;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

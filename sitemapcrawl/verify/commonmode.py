@@ -107,6 +107,15 @@ class CommonEdits:
     ...     edits.add("s", page, frozenset())
     >>> edits.template_only("s", frozenset({"footer"}))
     False
+
+    A page rewritten (its edits None) was compared too: six pages that show one edit are
+    no template edit when fourteen others changed past comparing on the same run.
+
+    >>> edits = CommonEdits()
+    >>> for page in range(20):
+    ...     edits.add("s", f"p{page}", frozenset({"release link"}) if page < 6 else None)
+    >>> edits.template_only("s", frozenset({"release link"}))
+    False
     """
 
     __slots__ = ("_pages", "_seen", "min_pages", "share")
@@ -117,15 +126,17 @@ class CommonEdits:
         self._seen: dict[str, dict[str, frozenset[str]]] = {}
         self._pages: dict[str, Counter[str]] = {}
 
-    def add(self, site: str, page: str, signatures: Iterable[str]) -> None:
-        """The edits of one page compared on this run, none when its content did not
-        change (a page counted once: its last comparison)."""
+    def add(self, site: str, page: str, signatures: Iterable[str] | None) -> None:
+        """The edits of one page compared on this run: none when its content did not
+        change, None when it changed in a way not compared edit by edit (a rewrite, more
+        than :data:`MAX_EDITS` edits, no earlier text): a page compared all the same, which
+        the share counts (a page counted once: its last comparison)."""
         seen = self._seen.setdefault(site, {})
         counts = self._pages.setdefault(site, Counter())
         old = seen.get(page)
         if old is not None:
             counts.subtract(old)
-        seen[page] = new = frozenset(signatures)
+        seen[page] = new = frozenset(signatures or ())
         counts.update(new)
 
     def template_only(self, site: str, signatures: frozenset[str] | None) -> bool:

@@ -12,9 +12,10 @@ is private. Pure code (lxml; never scrapy or twisted).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from sitemapcrawl.verify.pagehtml import MAX_HTML_BYTES, _parse
 
@@ -42,8 +43,9 @@ def content_fingerprint(html: str) -> tuple[str, int]:
     ``<body>`` is kept, whitespace is collapsed and volatile tokens (dates,
     times, "x minutes ago", view counters, UUIDs, long hex / base64 ids,
     session and CSRF tokens, ad-slot ids, copyright years) are masked
-    before hashing, with the paths the kept content links to (a link now pointing
-    elsewhere under the same text is a change; another host, query or fragment is not).
+    before hashing, with the paths and fragments the kept content links to (a link now
+    pointing elsewhere, or at another section, under the same text is a change; another
+    host or query is not); the previous / next pager the head declares is left out.
     Only the first :data:`MAX_HTML_BYTES` characters are read.
 
     >>> a = content_fingerprint("<main><p>Price 19 EUR</p><p>1,204 views, 14:02:11</p></main>")
@@ -181,11 +183,35 @@ _B64_AT = 3
 _B64_RE = re.compile(r"[A-Za-z0-9+/_-]{20,}={0,2}")
 
 
+#: The runs of letters and digits between a base64-like token's separators.
+_PIECE_RE = re.compile(r"[A-Za-z0-9]+")
+
+
+#: Digit / letter alternations in a piece that make it look random (``a3f9c2e1``), where a
+#: word with a number has one or two (``python3``, ``ubuntu2204lts``, ``x86``).
+_RANDOM_TURNS = 3
+
+
 def _mask_b64(match: re.Match[str]) -> str:
+    """A long token of base64 characters with digits and letters is an id when it is one
+    piece (``aGVsbG8gMTIz…``) or holds a random-looking piece (a commit link's path); a path
+    or a hyphenated name made of words and numbers (``/docs/api-performance/v0``,
+    ``download_10_1_0``) is kept: its change is a change."""
     token = match.group()
-    if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
+    if not (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
+        return token
+    pieces = _PIECE_RE.findall(token)
+    if len(pieces) == 1 or any(_random(piece) for piece in pieces):
         return "~id~"
     return token
+
+
+def _random(piece: str) -> bool:
+    digits = sum(c.isdigit() for c in piece)
+    if not 0 < digits < len(piece):
+        return False
+    turns = sum(a.isdigit() != b.isdigit() for a, b in itertools.pairwise(piece))
+    return len(piece) >= 16 or (len(piece) >= 8 and turns >= _RANDOM_TURNS)
 
 
 def _mask(text: str) -> str:
@@ -236,6 +262,7 @@ def fingerprint_of(masked: str, links: str) -> tuple[str, int]:
 def content_tree(root: Any) -> tuple[str, str]:
     """What :func:`fingerprint_tree` hashes: the masked main text of *root* and the
     masked, sorted link targets of its kept content (space-separated); mutates the tree."""
+    _drop_pager(root)
     for el in list(root.iter(*_DROP_TAGS)):
         el.drop_tree()
     for el in list(root.iter()):
@@ -258,21 +285,64 @@ def content_tree(root: Any) -> tuple[str, str]:
     return masked, links
 
 
+_PAGER_RELS = frozenset({"prev", "previous", "next"})
+
+
+def _drop_pager(root: Any) -> None:
+    """Drop the pager: the last link to each page the head's ``<link rel=prev|next>`` names
+    (a docs site's "previous / next" at the foot of the page). It shows the neighbours'
+    titles, which change when a page is added or renamed next to this one, not when this
+    one changes. Only the head's declaration marks it: a theme that adds ``rel=next`` to
+    its links at a deploy must not change every page at once.
+
+    >>> page = ('<html><head><link rel="next" href="b.html"></head><body><main><p>Text, see '
+    ...         '<a href="b.html">B</a>.</p><a href="b.html"><p>next</p><p>{}</p></a></main>')
+    >>> content_tree(_parse(page.format("B").encode()))
+    ('Text, see B .', 'b.html')
+    >>> fingerprint_tree(_parse(page.format("B, renamed").encode())) == fingerprint_tree(
+    ...     _parse(page.format("B").encode()))
+    True
+    """
+    targets = {
+        _resolved(el.get("href"))
+        for el in root.iter("link")
+        if _PAGER_RELS & set(el.get("rel", "").lower().split())
+    }
+    targets.discard(None)
+    last = {}
+    for el in root.iter("a"):
+        target = _resolved(el.get("href"))
+        if target in targets:
+            last[target] = el
+    for el in last.values():
+        el.drop_tree()
+
+
+def _resolved(href: str | None) -> str | None:
+    """A link's target path as seen from any page (relative links resolved alike)."""
+    try:
+        return urlsplit(urljoin("http://h/a/b/c/d/", (href or "").strip())).path if href else None
+    except ValueError:
+        return None
+
+
 def _link_keys(scope: Any) -> Iterator[str]:
-    """The targets of the links in ``scope`` that a change of can matter: the path of each
-    ``<a href>``, without scheme, host, query or fragment (a site served from another
-    origin, a tracking or cache-busting parameter, a jump within the page are no change);
-    a list page whose entries now point elsewhere under the same titles is one."""
+    """The targets of the links in ``scope`` that a change of can matter: the path and the
+    fragment of each ``<a href>``, without scheme, host or query (a site served from
+    another origin, a tracking or cache-busting parameter are no change); a list page
+    whose entries now point elsewhere under the same titles is one, and so is a link
+    retargeted to another section (``#options`` → ``#global-options``: bench/pagepairs,
+    where the Markdown changed only there)."""
     for href in scope.xpath(".//a/@href"):
         text = str(href).strip()
-        if not text or text.startswith(("#", "javascript:")):
+        if not text or text.startswith("javascript:"):
             continue
         try:
             parts = urlsplit(text)
         except ValueError:
             continue
-        if parts.path:
-            yield parts.path
+        if parts.path or parts.fragment:
+            yield f"{parts.path}#{parts.fragment}" if parts.fragment else parts.path
 
 
 def _drop_noise_block(heading: Any) -> None:
