@@ -1586,13 +1586,15 @@ async def test_the_quiet_alarm_reads_the_whole_sites_moves(
         "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
         "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 1,
     }
+    built.now -= dt.timedelta(hours=3)
+    built.write()
     await run(server, state, sample="on")
     edits = [range(12), range(12, 24), [], [0, 1], [], [2, 3], [], [4, 5], [6, 7], [8, 9]]
     for posts_edited in edits:
         if posts_edited:
             built.edit(*posts_edited)
-        # the pages' stamp: every build (hours back, as the edits)
-        built.now = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(hours=3)
+        # the pages' stamp: every build, a minute on (hours back, as the edits)
+        built.now += dt.timedelta(minutes=1)
         built.write()
         _, report, _, _ = await run(
             server, state, every_run, sample="on", since="last", pages="refetch"
