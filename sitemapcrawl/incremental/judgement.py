@@ -18,7 +18,7 @@ from sitemapcrawl.incremental.store import SegmentState
 from sitemapcrawl.sitemaps.dates import format_utc, parse_lastmod
 from sitemapcrawl.verify.crossrun import DECAY, CrossRun, combine, generation_refuted
 from sitemapcrawl.verify.refetch.moves import reports_within
-from sitemapcrawl.verify.refetch.quiet import STOPPED, QuietStretch, stopped_after
+from sitemapcrawl.verify.refetch.quiet import QUIET_TALLY, STOPPED, QuietStretch, stopped_after
 from sitemapcrawl.verify.refetch.rates import page_dates_verified
 
 if TYPE_CHECKING:
@@ -176,11 +176,18 @@ class SegmentJudgement:
         acted = bool(counts.get("quiet_alarm") or counts.get("quiet_acted"))
         acted = acted and bool(own.stretch or pooled.stretch)
         alarm = (own.alarm() or pooled.alarm()) and not acted
+        # the audited misses and pages of the stretch: the counts now against those before
+        # it (kept from its first run), decayed alike; a miss settled late counts too
+        base = l2.extra.get(QUIET_TALLY) if own.stretch > 1 else None
+        if not base:
+            base = [float(counts.get("fn", 0.0)), float(counts.get("tn", 0.0))]
+        l2.extra[QUIET_TALLY] = base
+        decayed = DECAY ** max(own.stretch, 1)
+        found = l2.fn - base[0] * decayed
         stopped = stopped_after(
             l2.extra.get(STOPPED),
-            audited_alarm=bool(counts.get("quiet_alarm")) and standing.verdict == "TRUSTED",
-            found=l2.fn - DECAY * float(counts.get("fn", 0.0)),
-            audited=l2.fn + l2.tn - DECAY * float(counts.get("fn", 0.0) + counts.get("tn", 0.0)),
+            alarmed=(alarm or acted) and standing.verdict == "TRUSTED",
+            tally=(found, found + l2.tn - base[1] * decayed),
             stretch=own.stretch,
         )
         if stopped:

@@ -15,14 +15,15 @@ at least ``QUIET_HISTORY`` runs of history. Replayed on bench/realweb's truth
 (``bench/realweb/whatif.py --quiet``): no alarm on the real history of any honest segment,
 an alarm 3 runs after a freeze for each site's TRUSTED segments together. On an alarm, the
 segment's re-sample is due at once and one audit sized to find the missed changes is
-ordered, once per quiet stretch (:func:`quiet_audit_size`). When that audit finds a page
-changed whose lastmod stood still, the sitemap has stopped reporting: the segment is STALE
-for as long as the stretch lasts (:func:`stopped_after`). A truly quiet site's audit finds
+ordered, once per quiet stretch (:func:`quiet_audit_size`). When our audits in the stretch
+(that one, or the routine ones before it) find a page changed whose lastmod stood still,
+the sitemap has stopped reporting: the segment is STALE from the alarm on, for as long as
+the stretch lasts (:func:`stopped_after`). A truly quiet site's audit finds
 nothing changed (its pages are as still as its lastmods) and it stays TRUSTED.
 
 Why one miss is enough there, where the cross-run score wants three: the alarm already
-says the stretch is one the segment's own history gives less than 1 %, and the audit is
-one of the pages that stretch left unreported; on an honest site the audit's misses are
+says the stretch is one the segment's own history gives less than 1 %, and the misses are
+pages that stretch left unreported; on an honest site the audit's misses are
 what its list pages and feeds miss at any time, and those are rare enough that a
 TRUSTED segment has a recall bound of 0.8 with them. Measured on bench/realweb's
 WordPress export frozen from deploy 18 (docs/benchmarks.md): the alarm at +3 and an
@@ -41,6 +42,7 @@ from sitemapcrawl.verify.intervals import wilson
 __all__ = [
     "QUIET_HISTORY",
     "QUIET_P",
+    "QUIET_TALLY",
     "STOPPED",
     "QuietStretch",
     "quiet_audit_size",
@@ -58,6 +60,8 @@ _Z = 1.645
 _MISSES = 3
 #: The L2 counts' record of a sitemap found to have stopped reporting (:func:`stopped_after`).
 STOPPED = "quiet_stopped"
+#: The L2 counts (FN, TN) as the current quiet stretch began: its audits are the rest.
+QUIET_TALLY = "quiet_tally"
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,33 +135,36 @@ def quiet_audit_size(urls: int, expected_missed: float) -> int:
 def stopped_after(
     previous: dict[str, Any] | None,
     *,
-    audited_alarm: bool,
-    found: float,
-    audited: float,
+    alarmed: bool,
+    tally: tuple[float, float],
     stretch: int,
 ) -> dict[str, Any] | None:
     """The record of a sitemap that stopped reporting after this run, or None.
 
-    ``audited_alarm``: this run carried the audit of an alarm raised on the previous run
-    (a TRUSTED segment's); ``found`` / ``audited``: the misses and audited pages this run
-    added; ``stretch``: the segment's runs without a lastmod move, this one included (a move
-    ends the record: the sitemap reports again, and the red verdict's clean runs decide).
+    ``alarmed``: a TRUSTED segment whose alarm sounded on this run or earlier in the
+    current stretch; ``tally``: the misses and audited pages of the stretch so far, this
+    run's included (the alarm's audit and any other); ``stretch``: the segment's runs
+    without a lastmod move, this one included (a move ends the record: the sitemap reports
+    again, and the red verdict's clean runs decide).
 
-    >>> first = stopped_after(None, audited_alarm=True, found=2.0, audited=270.6, stretch=4)
+    >>> first = stopped_after(None, alarmed=True, tally=(2.0, 270.6), stretch=4)
     >>> first
     {'runs': 4, 'found': 2, 'audited': 271}
-    >>> stopped_after(first, audited_alarm=False, found=0.0, audited=1.0, stretch=5)
+    >>> stopped_after(first, alarmed=True, tally=(2.0, 272.0), stretch=5)
     {'runs': 5, 'found': 2, 'audited': 271}
-    >>> stopped_after(first, audited_alarm=False, found=0.0, audited=1.0, stretch=0) is None
+    >>> stopped_after(first, alarmed=True, tally=(2.0, 272.0), stretch=0) is None
     True
-    >>> stopped_after(None, audited_alarm=True, found=0.02, audited=274.0, stretch=4) is None
+    >>> stopped_after(None, alarmed=True, tally=(0.02, 274.0), stretch=4) is None
+    True
+    >>> stopped_after(None, alarmed=False, tally=(3.0, 9.0), stretch=2) is None  # no alarm
     True
     """
     if not stretch:
         return None
     if previous:
         return {**previous, "runs": stretch}
-    if audited_alarm and round(found) >= 1:
+    found, audited = tally
+    if alarmed and round(found) >= 1:
         return {"runs": stretch, "found": round(found), "audited": round(audited)}
     return None
 
@@ -166,11 +173,11 @@ def stopped_reason(record: dict[str, Any]) -> str:
     """The STALE verdict's reason for a sitemap that stopped reporting.
 
     >>> stopped_reason({"runs": 4, "found": 2, "audited": 271})[-60:]
-    'ed found 2 of 271 pages changed whose lastmod had not moved.'
+    'me found 2 of 271 pages changed whose lastmod had not moved.'
     """
     return (
         f"The sitemap has stopped reporting changes: no lastmod moved in {record['runs']} runs "
-        f"(a quiet stretch its history makes less than {QUIET_P * 100:g} % likely), and the audit "
-        f"that followed found {record['found']} of {record['audited']} pages changed whose "
-        "lastmod had not moved."
+        f"(a quiet stretch its history makes less than {QUIET_P * 100:g} % likely), while our "
+        f"audits in that time found {record['found']} of {record['audited']} pages changed "
+        "whose lastmod had not moved."
     )
