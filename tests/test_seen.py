@@ -3,6 +3,7 @@ keys' 96-bit digests, across growth, with tags, and after a pickle round trip.""
 
 from __future__ import annotations
 
+import mmap
 import pickle
 from array import array
 from typing import Any
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from sitemapcrawl.sitemaps.seen import SeenUrls, TaggedUrls
 
-_LOW = 0xFFFF_FFFF
+_REST = 0xFF_FFFF  # a digest's 24 bits after its shard's 8 and its 64 "high" ones
 
 
 def _urls(n: int, start: int = 0) -> list[str]:
@@ -43,26 +44,25 @@ def test_it_answers_as_a_set_of_digests_across_every_shard_s_growth() -> None:
     assert all(len([h for h in t if h]) * 4 <= len(t) * 3 for t in seen._highs)
 
 
-def _values(shard: int, home: int, count: int) -> list[int]:
-    """``count`` digests of one shard whose probes all start at one slot (``home`` in the
-    low bits of the high half): the longest clusters, wrapping past the shard's end."""
-    return [(shard << 56 | i << 20 | home) << 32 | (i * 2654435761 & _LOW) for i in range(count)]
-
-
-def test_one_shard_grows_alone_and_its_clusters_wrap() -> None:
+def test_one_shard_grows_alone_and_its_cluster_wraps() -> None:
+    """Keys of one shard that share their high half (so their first slot, whatever the
+    shard's size) and differ in the low one: one cluster, which wraps past the shard's last
+    slot, and the 96 bits tell them apart."""
     seen = SeenUrls(capacity=0)
-    crowded = _values(shard=200, home=7, count=1500)  # its probes wrap: home 7 of 8, 16, ...
+    high = 1 << 40 | 2045  # the 64 bits after the shard's 8: slot 2045 of 2048 at the end
+    crowded = [200 << 88 | high << 24 | i * 2654435761 & _REST for i in range(1500)]
     for value in crowded:
         assert seen.add_hash(value)
         assert not seen.add_hash(value)
-    # the same high half, another low half: a different key (96 bits, not 64)
-    assert seen.add_hash(crowded[0] ^ 1)
     assert all(seen.contains_hash(v) for v in crowded)
-    assert not seen.contains_hash(crowded[1] ^ 1)
+    assert not seen.contains_hash(200 << 88 | high << 24 | 1500 * 2654435761 & _REST)
+    assert not seen.contains_hash(crowded[1] ^ 1 << 64)  # one bit of the 64 apart
+    assert not seen.contains_hash(crowded[1] ^ 1 << 95)  # the same, in another shard
     sizes = _sizes(seen)
     assert sizes[200] == 2048
+    assert seen._highs[200][-1] == seen._highs[200][0] == high  # the cluster wrapped
     assert set(sizes[:200] + sizes[201:]) == {8}  # the other shards never grew
-    assert len(seen) == 1501
+    assert len(seen) == 1500
 
 
 @settings(max_examples=200, deadline=None)
@@ -70,8 +70,8 @@ def test_one_shard_grows_alone_and_its_clusters_wrap() -> None:
     st.lists(
         st.tuples(
             st.integers(0, 3),  # 4 of the 256 shards: they grow on few keys
-            st.integers(0, 63),  # the low bits of the high half: collisions and clusters
-            st.integers(1, 1 << 16),
+            st.integers(1, 63),  # a few high halves: clusters of one high half
+            st.integers(0, 1 << 16),  # the low half (and a few more high halves)
             st.integers(0, 3),  # tag (0: none)
         ),
         max_size=400,
@@ -92,7 +92,7 @@ def test_tagged_table_against_a_dict(ops: list[tuple[int, int, int, int]], wide:
             seen.use_tags()
             reference = dict.fromkeys(reference, 0)
             others = TaggedUrls(capacity=0)
-        value = ((shard << 62 | rest << 6 | home) << 32) | rest
+        value = shard << 94 | ((rest & 3) << 6 | home) << 24 | rest
         if tag:
             mark = tag + 0xFFFF if wide else tag
             seen.tag_all([value], mark, others, {mark})
@@ -177,3 +177,23 @@ def test_older_layouts_are_stale_and_kept_as_read() -> None:
     assert tagged.stale
     assert tagged.__getstate__() == state
     assert not SeenUrls().stale
+
+
+def test_shards_in_mappings_of_their_own_pickle_and_grow(monkeypatch: Any) -> None:
+    """Every shard's memory an anonymous mapping (as large shards' are), across growth
+    and a pickle round trip (whose blocks come back as bytearrays)."""
+    from sitemapcrawl.sitemaps import seen as module
+
+    monkeypatch.setattr(module, "_MAPPED", 0)
+    seen = SeenUrls(capacity=0)
+    urls = _urls(30_000)
+    for url in urls[:20_000]:
+        seen.add(url)
+    assert all(isinstance(block, mmap.mmap) for block in seen._blocks)
+    again = pickle.loads(pickle.dumps(seen))
+    assert all(isinstance(block, bytearray) for block in again._blocks)
+    for table in (seen, again):
+        assert not any(table.add(url) for url in urls[:20_000])
+        assert all(table.add(url) for url in urls[20_000:])
+        assert len(table) == 30_000
+    assert set(again.values()) == set(seen.values()) == set(SeenUrls.hashes(urls))

@@ -1,19 +1,21 @@
 """Discovery: the URLs already emitted, as keyed 96-bit digests in a table of 256 shards.
 
 A Python ``set`` of a million URL hashes costs about 76 MB (an int object and a slot per
-entry); this table costs 12 bytes per slot (the digest's high 64 bits in one array, its low
-32 in another) and keeps at most three quarters of its slots full, so 16 to 32 bytes per
-URL (ten million URLs: 2²⁴ slots, 201 MB). Linear probing at three quarters full looks at
-about 8 slots for a new key at worst, 2.5 on average over a doubling; each look is one
-array read (the low half is read only when the high half matches).
+entry); this table costs 11 bytes per slot (of the digest's 96 bits, 64 in one array, 16
+and 8 in two others; its top 8 bits are its shard's number) and keeps at most three
+quarters of its slots full, so 15 to 30 bytes per URL (ten million URLs: 2²⁴ slots, 185
+MB). Linear probing at three quarters full looks at about 8 slots for a new key at worst,
+2.5 on average over a doubling; each look is one array read (the other 24 bits are read
+only when the 64 match).
 
 **Shards.** The slots are split into 256 shards by the top 8 bits of the digest, and each
 shard doubles on its own when it is three quarters full. A flat table held its old and its
-new arrays at once while it doubled: 302 MB of slots at ten million URLs (2²³ → 2²⁴ slots,
-at 6.3 million), where the table itself ends at 201. A shard's doubling holds one shard's
-arrays twice: 1/256 of the table (0.8 MB at ten million URLs), so the table's peak is its
-size. Every shard draws its keys from the same uniform digests, so they fill (and double)
-together: the table as a whole still has between 1.33 and 2.67 slots per key.
+new arrays at once while it doubled: 302 MB of slots at ten million URLs (2²³ → 2²⁴ slots
+of 12 bytes, at 6.3 million), where the table itself ended at 201. A shard's doubling
+holds one shard's arrays twice: 1/256 of the table (0.7 MB at ten million URLs), so the
+table's peak is its size. Every shard draws its keys from the same uniform digests, so they
+fill (and double) together: the table as a whole still has between 1.33 and 2.67 slots per
+key. A shard's number is not stored in its slots, which is the byte the 11 save over 12.
 
 **Exact, in the sense of issue 33's decision 2.** Two different URLs share a 96-bit digest
 with a probability of about n²/2⁹⁷ over a crawl of n URLs: 6·10⁻¹⁶ for ten million, 6·10⁻¹⁸
@@ -38,6 +40,7 @@ it keeps a 2-byte tag per slot (4 beyond 65,535 tags), the segment that listed t
 
 from __future__ import annotations
 
+import mmap
 from array import array
 from typing import TYPE_CHECKING
 
@@ -50,20 +53,67 @@ __all__ = ["KEY", "SeenUrls", "TaggedUrls"]
 
 #: The XXH3 seed the digests are keyed with (fixed: see the module's docstring).
 KEY = 0x5C3A_9E21_D1F0_0002
-_LOW = 0xFFFF_FFFF
 #: The pickled layout: 3, 256 shards (2: one flat table; 1: 64-bit BLAKE2b values).
 _FORMAT = 3
-#: A digest's shard: the top 8 bits of its high half (a slot in the shard: its low bits).
-_SHIFT = 56
-_SHARDS = 1 << (64 - _SHIFT)
+#: A digest's shard: its top 8 bits. Its next 64 are a slot's "high" value (0: an empty
+#: slot), whose low bits are the first slot to look at; then 8 "middle" and 16 "low" bits.
+_SHIFT = 88
+_SHARDS = 1 << (96 - _SHIFT)
+_HIGH = 0xFFFF_FFFF_FFFF_FFFF
 #: The fewest slots a shard has.
 _SMALLEST = 8
+#: The smallest shard memory that is a mapping of its own (:func:`_block`).
+_MAPPED = 1 << 16
+
+_Memory = bytearray | mmap.mmap
+
+
+class _Pickled:
+    """A shard's memory as ``pickle`` writes it: a ``bytearray`` (an ``mmap`` cannot be
+    pickled), copied when it is written, one shard at a time."""
+
+    __slots__ = ("block",)
+
+    def __init__(self, block: _Memory) -> None:
+        self.block = block
+
+    def __reduce__(self) -> tuple[type[bytearray], tuple[bytes]]:
+        return bytearray, (bytes(self.block),)
 
 
 def _hash(key: str) -> int:
-    """``key``'s 96-bit digest; its high 64 bits are never 0 (0 marks an empty slot)."""
+    """``key``'s 96-bit digest; its bits 24 to 87 are never all 0 (0 marks an empty slot)."""
     value = xxh3_128_intdigest(key.encode("utf-8", "surrogatepass"), KEY) >> 32
-    return value if value >> 32 else value | (1 << 32)
+    return value if value >> 24 & _HIGH else value | (1 << 24)
+
+
+def _block(size: int) -> tuple[_Memory, memoryview, memoryview, memoryview]:
+    """One shard's memory for ``size`` slots, and its three arrays (8, 2 and 1 bytes a
+    slot) as views of it.
+
+    One block, not three arrays, and a block of :data:`_MAPPED` bytes or more is a mapping
+    of its own (anonymous ``mmap``), given back to the system when the shard grows past it.
+    Arrays from ``malloc`` left freed holes in the heap that the larger arrays of the next
+    size did not fit: 22 MB at ten million URLs (bench/seen_table.py).
+
+    >>> _, highs, lows, mids = _block(8)
+    >>> len(highs), len(lows), len(mids), highs.format, lows.format, mids.format
+    (8, 8, 8, 'Q', 'H', 'B')
+    """
+    size_ = 11 * size
+    return _views(mmap.mmap(-1, size_) if size_ >= _MAPPED else bytearray(size_))
+
+
+def _views(block: _Memory) -> tuple[_Memory, memoryview, memoryview, memoryview]:
+    """A shard's block with its three arrays (:func:`_block`)."""
+    size = len(block) // 11
+    view = memoryview(block)
+    return (
+        block,
+        view[: 8 * size].cast("Q"),
+        view[8 * size : 10 * size].cast("H"),
+        view[10 * size :].cast("B"),
+    )
 
 
 def _limit(size: int) -> int:
@@ -87,13 +137,16 @@ class SeenUrls:
     (True, False)
     """
 
-    __slots__ = ("_count", "_highs", "_kept", "_lows", "_room", "_tags")
+    __slots__ = ("_blocks", "_count", "_highs", "_kept", "_lows", "_mids", "_room", "_tags")
 
     def __init__(self, capacity: int = 1 << 16) -> None:
         size = max(_SMALLEST, 1 << (-(-capacity * 2 // _SHARDS) - 1).bit_length())
-        #: per shard: each digest's high 64 bits (0: an empty slot), and its low 32 bits
-        self._highs = [array("Q", [0]) * size for _ in range(_SHARDS)]
-        self._lows = [array("I", [0]) * size for _ in range(_SHARDS)]
+        self._blocks: list[_Memory] = []
+        #: per shard: each digest's bits 24 to 87 (0: an empty slot), 0 to 15 and 16 to 23
+        self._highs: list[memoryview] = []
+        self._lows: list[memoryview] = []
+        self._mids: list[memoryview] = []
+        self._use([_block(size) for _ in range(_SHARDS)])
         #: per shard: how many more keys it takes before it doubles
         self._room = [_limit(size)] * _SHARDS
         self._count = 0
@@ -110,8 +163,7 @@ class SeenUrls:
             return None, self._kept
         return None, {
             "_format": _FORMAT,
-            "_highs": self._highs,
-            "_lows": self._lows,
+            "_blocks": [_Pickled(block) for block in self._blocks],
             "_room": self._room,
         }
 
@@ -119,8 +171,8 @@ class SeenUrls:
         _, slots = state
         self._tags = None
         if slots.get("_format") == _FORMAT:
-            self._highs = slots["_highs"]  # type: ignore[assignment]
-            self._lows = slots["_lows"]  # type: ignore[assignment]
+            blocks: list[bytearray] = slots["_blocks"]  # type: ignore[assignment]
+            self._use([_views(block) for block in blocks])
             self._room = slots["_room"]  # type: ignore[assignment]
             self._count = sum(
                 _limit(len(table)) - room
@@ -130,6 +182,12 @@ class SeenUrls:
         else:  # an older layout: kept as read, and refused; an empty table meanwhile
             self.__init__(0)  # type: ignore[misc]
             self._kept = slots
+
+    def _use(self, blocks: list[tuple[_Memory, memoryview, memoryview, memoryview]]) -> None:
+        self._blocks = [block for block, _, _, _ in blocks]
+        self._highs = [highs for _, highs, _, _ in blocks]
+        self._lows = [lows for _, _, lows, _ in blocks]
+        self._mids = [mids for _, _, _, mids in blocks]
 
     @property
     def stale(self) -> bool:
@@ -148,19 +206,20 @@ class SeenUrls:
         # The reader's call for every URL: the digest and the insertion are inline here
         # (as in _put), which saves two calls a URL.
         value = xxh3_128_intdigest(key.encode("utf-8", "surrogatepass"), KEY) >> 32
-        high = value >> 32 or 1
-        low = value & _LOW
-        shard = high >> _SHIFT
+        high = value >> 24 & _HIGH or 1
+        low, mid, shard = value & 0xFFFF, value >> 16 & 0xFF, value >> _SHIFT
         table = self._highs[shard]
         lows = self._lows[shard]
+        mids = self._mids[shard]
         mask = len(table) - 1
         index = high & mask
         while slot := table[index]:
-            if slot == high and lows[index] == low:
+            if slot == high and lows[index] == low and mids[index] == mid:
                 return False
             index = (index + 1) & mask
         table[index] = high
         lows[index] = low
+        mids[index] = mid
         self._count += 1
         room = self._room
         left = room[shard] - 1
@@ -185,7 +244,7 @@ class SeenUrls:
         """
         digest, key_ = xxh3_128_intdigest, KEY
         values = [digest(key.encode("utf-8", "surrogatepass"), key_) >> 32 for key in keys]
-        return [value if value >> 32 else value | (1 << 32) for value in values]
+        return [value if value >> 24 & _HIGH else value | (1 << 24) for value in values]
 
     def add_hash(self, value: int) -> bool:
         """Add a key by its :meth:`hash`; True when it was not there yet."""
@@ -193,18 +252,20 @@ class SeenUrls:
 
     def _put(self, value: int, tag: int) -> bool:
         """Add a key by its hash, with ``tag`` when it is new (0: none); True when new."""
-        high, low = value >> 32, value & _LOW
-        shard = high >> _SHIFT
+        high = value >> 24 & _HIGH or 1
+        low, mid, shard = value & 0xFFFF, value >> 16 & 0xFF, value >> _SHIFT
         table = self._highs[shard]
         lows = self._lows[shard]
+        mids = self._mids[shard]
         mask = len(table) - 1
         index = high & mask
         while slot := table[index]:
-            if slot == high and lows[index] == low:
+            if slot == high and lows[index] == low and mids[index] == mid:
                 return False
             index = (index + 1) & mask
         table[index] = high
         lows[index] = low
+        mids[index] = mid
         if tag:
             self._tags[shard][index] = tag  # type: ignore[index]  # (tag > 0: tags are kept)
         self._count += 1
@@ -223,24 +284,28 @@ class SeenUrls:
     def _slot(self, value: int) -> tuple[int, int] | None:
         """The shard and slot of the key whose :meth:`hash` is ``value``; None when it is
         not there."""
-        high, low = value >> 32, value & _LOW
-        shard = high >> _SHIFT
+        high = value >> 24 & _HIGH or 1
+        low, mid, shard = value & 0xFFFF, value >> 16 & 0xFF, value >> _SHIFT
         table = self._highs[shard]
         lows = self._lows[shard]
+        mids = self._mids[shard]
         mask = len(table) - 1
         index = high & mask
         while slot := table[index]:
-            if slot == high and lows[index] == low:
+            if slot == high and lows[index] == low and mids[index] == mid:
                 return shard, index
             index = (index + 1) & mask
         return None
 
     def values(self) -> Iterator[int]:
         """Every key's :meth:`hash`."""
-        for table, lows in zip(self._highs, self._lows, strict=True):
-            for high, low in zip(table, lows, strict=True):
+        for shard, (table, lows, mids) in enumerate(
+            zip(self._highs, self._lows, self._mids, strict=True)
+        ):
+            top = shard << _SHIFT
+            for high, low, mid in zip(table, lows, mids, strict=True):
                 if high:
-                    yield high << 32 | low
+                    yield top | high << 24 | mid << 16 | low
 
     def update(self, other: SeenUrls) -> None:
         """Add every key of ``other`` (another worker's table, by value).
@@ -257,35 +322,37 @@ class SeenUrls:
 
     def _grow(self, shard: int) -> None:
         """Double one shard: the others, and their memory, are left as they are."""
-        old, old_lows = self._highs[shard], self._lows[shard]
+        old, old_lows, old_mids = self._highs[shard], self._lows[shard], self._mids[shard]
         size = len(old) * 2
         mask = size - 1
-        table = array("Q", [0]) * size
-        lows = array("I", [0]) * size
+        block, table, lows, mids = _block(size)
         count = 0
         if self._tags is None:
-            for high, low in zip(old, old_lows, strict=True):
+            for high, low, mid in zip(old, old_lows, old_mids, strict=True):
                 if high:
                     index = high & mask
                     while table[index]:
                         index = (index + 1) & mask
                     table[index] = high
                     lows[index] = low
+                    mids[index] = mid
                     count += 1
         else:
             old_tags = self._tags[shard]
             tags = array(old_tags.typecode, [0]) * size
-            for high, low, tag in zip(old, old_lows, old_tags, strict=True):
+            for high, low, mid, tag in zip(old, old_lows, old_mids, old_tags, strict=True):
                 if high:
                     index = high & mask
                     while table[index]:
                         index = (index + 1) & mask
                     table[index] = high
                     lows[index] = low
+                    mids[index] = mid
                     tags[index] = tag
                     count += 1
             self._tags[shard] = tags
-        self._highs[shard], self._lows[shard] = table, lows
+        self._blocks[shard] = block
+        self._highs[shard], self._lows[shard], self._mids[shard] = table, lows, mids
         self._room[shard] = _limit(size) - count
 
     # -- tags: the link followers' segments, in the same table ----------------------------
@@ -334,17 +401,21 @@ class SeenUrls:
         assert tag > 0
         if tag > 0xFFFF and self._tags[0].typecode == "H":
             self.use_tags(tag)
-        highs, lows, tagged = self._highs, self._lows, self._tags
+        highs, lows, mids, tagged = self._highs, self._lows, self._mids, self._tags
         assert tagged is not None
         contains, add_other = others.contains_hash, others.add_tagged
         added = 0
         for value in values:
-            high, low = value >> 32, value & _LOW
-            shard = high >> _SHIFT
+            high = value >> 24 & _HIGH or 1
+            shard = value >> _SHIFT
             table = highs[shard]
             mask = len(table) - 1
             index = high & mask
-            while (slot := table[index]) and (slot != high or lows[shard][index] != low):
+            while (slot := table[index]) and (
+                slot != high
+                or lows[shard][index] != value & 0xFFFF
+                or mids[shard][index] != value >> 16 & 0xFF
+            ):
                 index = (index + 1) & mask
             if slot:
                 tags = tagged[shard]
@@ -364,10 +435,12 @@ class SeenUrls:
         """Every key's hash and tag, for the tags in ``own``."""
         if self._tags is None:
             return
-        for table, lows, tags in zip(self._highs, self._lows, self._tags, strict=True):
-            for high, low, tag in zip(table, lows, tags, strict=True):
+        shards = zip(self._highs, self._lows, self._mids, self._tags, strict=True)
+        for shard, (table, lows, mids, tags) in enumerate(shards):
+            top = shard << _SHIFT
+            for high, low, mid, tag in zip(table, lows, mids, tags, strict=True):
                 if tag and tag in own:
-                    yield high << 32 | low, tag
+                    yield top | high << 24 | mid << 16 | low, tag
 
 
 class TaggedUrls(SeenUrls):
@@ -416,7 +489,9 @@ class TaggedUrls(SeenUrls):
     def tagged(self) -> Iterator[tuple[int, int]]:
         """Every key's hash and tag."""
         assert self._tags is not None
-        for table, lows, tags in zip(self._highs, self._lows, self._tags, strict=True):
-            for high, low, tag in zip(table, lows, tags, strict=True):
+        shards = zip(self._highs, self._lows, self._mids, self._tags, strict=True)
+        for shard, (table, lows, mids, tags) in enumerate(shards):
+            top = shard << _SHIFT
+            for high, low, mid, tag in zip(table, lows, mids, tags, strict=True):
                 if high:
-                    yield high << 32 | low, tag
+                    yield top | high << 24 | mid << 16 | low, tag
