@@ -2,11 +2,11 @@
 
 A Python ``set`` of a million URL hashes costs about 76 MB (an int object and a slot per
 entry); this table costs 11 bytes per slot (of the digest's 96 bits, 64 in one array, 16
-and 8 in two others; its top 8 bits are its shard's number) and keeps at most three
-quarters of its slots full, so 15 to 30 bytes per URL (ten million URLs: 2²⁴ slots, 185
-MB). Linear probing at three quarters full looks at about 8 slots for a new key at worst,
-2.5 on average over a doubling; each look is one array read (the other 24 bits are read
-only when the 64 match).
+and 8 in two others, views of one block; its top 8 bits are its shard's number) and keeps
+at most three quarters of its slots full, so 15 to 30 bytes per URL (ten million URLs: 2²⁴
+slots, 185 MB). Linear probing at three quarters full looks at about 8 slots for a new key
+at worst, 2.5 on average over a doubling; each look is one array read (the other 24 bits
+are read only when the 64 match).
 
 **Shards.** The slots are split into 256 shards by the top 8 bits of the digest, and each
 shard doubles on its own when it is three quarters full. A flat table held its old and its
@@ -94,7 +94,7 @@ def _block(size: int) -> tuple[_Memory, memoryview, memoryview, memoryview]:
     One block, not three arrays, and a block of :data:`_MAPPED` bytes or more is a mapping
     of its own (anonymous ``mmap``), given back to the system when the shard grows past it.
     Arrays from ``malloc`` left freed holes in the heap that the larger arrays of the next
-    size did not fit: 22 MB at ten million URLs (bench/seen_table.py).
+    size did not fit: about 24 MiB at ten million URLs (bench/seen_table.py).
 
     >>> _, highs, lows, mids = _block(8)
     >>> len(highs), len(lows), len(mids), highs.format, lows.format, mids.format
@@ -359,8 +359,8 @@ class SeenUrls:
 
     def use_tags(self, widest: int = 0xFFFF) -> None:
         """Keep a tag per slot from now on (2 bytes; 4 once a tag over ``widest`` comes),
-        all 0 (none) at first: 14 bytes a slot where a second table of the same keys cost
-        16 more."""
+        all 0 (none) at first: 13 bytes a slot where a second table of the same keys cost
+        15 more."""
         tags = self._tags
         if tags is None:
             code = "H" if widest <= 0xFFFF else "I"
