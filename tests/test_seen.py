@@ -182,9 +182,9 @@ def test_older_layouts_are_stale_and_kept_as_read() -> None:
 def test_shards_in_mappings_of_their_own_pickle_and_grow(monkeypatch: Any) -> None:
     """Every shard's memory an anonymous mapping (as large shards' are), across growth
     and a pickle round trip (whose blocks come back as bytearrays)."""
-    from sitemapcrawl.sitemaps import seen as module
+    from sitemapcrawl.sitemaps import shardmemory
 
-    monkeypatch.setattr(module, "_MAPPED", 0)
+    monkeypatch.setattr(shardmemory, "MAPPED", 0)
     seen = SeenUrls(capacity=0)
     urls = _urls(30_000)
     for url in urls[:20_000]:

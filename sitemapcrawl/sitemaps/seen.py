@@ -40,11 +40,12 @@ it keeps a 2-byte tag per slot (4 beyond 65,535 tags), the segment that listed t
 
 from __future__ import annotations
 
-import mmap
 from array import array
 from typing import TYPE_CHECKING
 
 from xxhash import xxh3_128_intdigest
+
+from sitemapcrawl.sitemaps.shardmemory import Memory, Pickled, block, views
 
 if TYPE_CHECKING:
     from collections.abc import Container, Iterable, Iterator
@@ -62,58 +63,12 @@ _SHARDS = 1 << (96 - _SHIFT)
 _HIGH = 0xFFFF_FFFF_FFFF_FFFF
 #: The fewest slots a shard has.
 _SMALLEST = 8
-#: The smallest shard memory that is a mapping of its own (:func:`_block`).
-_MAPPED = 1 << 16
-
-_Memory = bytearray | mmap.mmap
-
-
-class _Pickled:
-    """A shard's memory as ``pickle`` writes it: a ``bytearray`` (an ``mmap`` cannot be
-    pickled), copied when it is written, one shard at a time."""
-
-    __slots__ = ("block",)
-
-    def __init__(self, block: _Memory) -> None:
-        self.block = block
-
-    def __reduce__(self) -> tuple[type[bytearray], tuple[bytes]]:
-        return bytearray, (bytes(self.block),)
 
 
 def _hash(key: str) -> int:
     """``key``'s 96-bit digest; its bits 24 to 87 are never all 0 (0 marks an empty slot)."""
     value = xxh3_128_intdigest(key.encode("utf-8", "surrogatepass"), KEY) >> 32
     return value if value >> 24 & _HIGH else value | (1 << 24)
-
-
-def _block(size: int) -> tuple[_Memory, memoryview, memoryview, memoryview]:
-    """One shard's memory for ``size`` slots, and its three arrays (8, 2 and 1 bytes a
-    slot) as views of it.
-
-    One block, not three arrays, and a block of :data:`_MAPPED` bytes or more is a mapping
-    of its own (anonymous ``mmap``), given back to the system when the shard grows past it.
-    Arrays from ``malloc`` left freed holes in the heap that the larger arrays of the next
-    size did not fit: about 24 MiB at ten million URLs (bench/seen_table.py).
-
-    >>> _, highs, lows, mids = _block(8)
-    >>> len(highs), len(lows), len(mids), highs.format, lows.format, mids.format
-    (8, 8, 8, 'Q', 'H', 'B')
-    """
-    size_ = 11 * size
-    return _views(mmap.mmap(-1, size_) if size_ >= _MAPPED else bytearray(size_))
-
-
-def _views(block: _Memory) -> tuple[_Memory, memoryview, memoryview, memoryview]:
-    """A shard's block with its three arrays (:func:`_block`)."""
-    size = len(block) // 11
-    view = memoryview(block)
-    return (
-        block,
-        view[: 8 * size].cast("Q"),
-        view[8 * size : 10 * size].cast("H"),
-        view[10 * size :].cast("B"),
-    )
 
 
 def _limit(size: int) -> int:
@@ -141,12 +96,12 @@ class SeenUrls:
 
     def __init__(self, capacity: int = 1 << 16) -> None:
         size = max(_SMALLEST, 1 << (-(-capacity * 2 // _SHARDS) - 1).bit_length())
-        self._blocks: list[_Memory] = []
+        self._blocks: list[Memory] = []
         #: per shard: each digest's bits 24 to 87 (0: an empty slot), 0 to 15 and 16 to 23
         self._highs: list[memoryview] = []
         self._lows: list[memoryview] = []
         self._mids: list[memoryview] = []
-        self._use([_block(size) for _ in range(_SHARDS)])
+        self._use([block(size) for _ in range(_SHARDS)])
         #: per shard: how many more keys it takes before it doubles
         self._room = [_limit(size)] * _SHARDS
         self._count = 0
@@ -163,7 +118,7 @@ class SeenUrls:
             return None, self._kept
         return None, {
             "_format": _FORMAT,
-            "_blocks": [_Pickled(block) for block in self._blocks],
+            "_blocks": [Pickled(memory) for memory in self._blocks],
             "_room": self._room,
         }
 
@@ -172,7 +127,7 @@ class SeenUrls:
         self._tags = None
         if slots.get("_format") == _FORMAT:
             blocks: list[bytearray] = slots["_blocks"]  # type: ignore[assignment]
-            self._use([_views(block) for block in blocks])
+            self._use([views(memory) for memory in blocks])
             self._room = slots["_room"]  # type: ignore[assignment]
             self._count = sum(
                 _limit(len(table)) - room
@@ -183,8 +138,8 @@ class SeenUrls:
             self.__init__(0)  # type: ignore[misc]
             self._kept = slots
 
-    def _use(self, blocks: list[tuple[_Memory, memoryview, memoryview, memoryview]]) -> None:
-        self._blocks = [block for block, _, _, _ in blocks]
+    def _use(self, blocks: list[tuple[Memory, memoryview, memoryview, memoryview]]) -> None:
+        self._blocks = [memory for memory, _, _, _ in blocks]
         self._highs = [highs for _, highs, _, _ in blocks]
         self._lows = [lows for _, _, lows, _ in blocks]
         self._mids = [mids for _, _, _, mids in blocks]
@@ -325,7 +280,7 @@ class SeenUrls:
         old, old_lows, old_mids = self._highs[shard], self._lows[shard], self._mids[shard]
         size = len(old) * 2
         mask = size - 1
-        block, table, lows, mids = _block(size)
+        memory, table, lows, mids = block(size)
         count = 0
         if self._tags is None:
             for high, low, mid in zip(old, old_lows, old_mids, strict=True):
@@ -351,7 +306,7 @@ class SeenUrls:
                     tags[index] = tag
                     count += 1
             self._tags[shard] = tags
-        self._blocks[shard] = block
+        self._blocks[shard] = memory
         self._highs[shard], self._lows[shard], self._mids[shard] = table, lows, mids
         self._room[shard] = _limit(size) - count
 
@@ -433,13 +388,17 @@ class SeenUrls:
 
     def tagged_hashes(self, own: Container[int]) -> Iterator[tuple[int, int]]:
         """Every key's hash and tag, for the tags in ``own``."""
-        if self._tags is None:
-            return
+        if self._tags is not None:
+            yield from ((value, tag) for value, tag in self._tagged() if tag and tag in own)
+
+    def _tagged(self) -> Iterator[tuple[int, int]]:
+        """Every key's hash and tag (0: none), once tags are kept."""
+        assert self._tags is not None
         shards = zip(self._highs, self._lows, self._mids, self._tags, strict=True)
         for shard, (table, lows, mids, tags) in enumerate(shards):
             top = shard << _SHIFT
             for high, low, mid, tag in zip(table, lows, mids, tags, strict=True):
-                if tag and tag in own:
+                if high:
                     yield top | high << 24 | mid << 16 | low, tag
 
 
@@ -488,10 +447,4 @@ class TaggedUrls(SeenUrls):
 
     def tagged(self) -> Iterator[tuple[int, int]]:
         """Every key's hash and tag."""
-        assert self._tags is not None
-        shards = zip(self._highs, self._lows, self._mids, self._tags, strict=True)
-        for shard, (table, lows, mids, tags) in enumerate(shards):
-            top = shard << _SHIFT
-            for high, low, mid, tag in zip(table, lows, mids, tags, strict=True):
-                if high:
-                    yield top | high << 24 | mid << 16 | low, tag
+        return self._tagged()
