@@ -26,9 +26,10 @@ if TYPE_CHECKING:
 
 __all__ = ["LAYOUT", "ShareRefused", "pack", "take"]
 
-#: Bumped when the share's layout changes: a share of another layout is refused. 2: the
-#: listed URLs' keys are 96-bit XXH3 digests (1: 64-bit BLAKE2b values).
-LAYOUT = 2
+#: Bumped when the share's layout changes: a share of another layout is refused. 3: the
+#: listed URLs' table is pickled as 256 shards (2: 96-bit XXH3 digests in one flat table;
+#: 1: 64-bit BLAKE2b values).
+LAYOUT = 3
 
 
 class ShareRefused(ValueError):

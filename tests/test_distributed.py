@@ -273,18 +273,20 @@ def test_a_local_request_never_reaches_the_shared_queue(redis_url: str) -> None:
         shared.delete(*shared.keys("probe-local:*") or ["probe-local:none"])
 
 
-def test_a_share_of_the_old_layout_is_refused(
-    mockserver: MockServer, redis_url: str, tmp_path: Path
+@pytest.mark.parametrize("layout", [1, 2])
+def test_a_share_of_an_old_layout_is_refused(
+    mockserver: MockServer, redis_url: str, tmp_path: Path, layout: int
 ) -> None:
-    """A worker's share written by a version that kept 64-bit BLAKE2b keys (layout 1) is
-    never taken in: the reporter ends with ``bad_state``, one error line, and no report."""
+    """A worker's share written by a version that kept 64-bit BLAKE2b keys (layout 1), or
+    96-bit digests in one flat table (layout 2), is never taken in: the reporter ends with
+    ``bad_state``, one error line, and no report."""
     import pickle
 
     import redis
 
     server = redis.Redis.from_url(redis_url)
     prefix = "sitemap:sitemapcrawl:"
-    old = {"layout": 1, "segments": {}, "listed": {}, "stats": {}}
+    old = {"layout": layout, "segments": {}, "listed": {}, "stats": {}}
     server.hset(prefix + "shares", "old-worker", pickle.dumps(old))
     # a second registered worker that has not published: the keys are not left-overs
     server.sadd(prefix + "workers", "old-worker", "another-old-worker")
@@ -293,8 +295,8 @@ def test_a_share_of_the_old_layout_is_refused(
     assert "'finish_reason': 'bad_state'" in log
     errors = [line for line in log.splitlines() if "] ERROR:" in line]
     assert len(errors) == 1, errors
-    assert "share in Redis is of layout 1, not 2" in errors[0]
+    assert f"share in Redis is of layout {layout}, not 3" in errors[0]
     assert sorted(urls(tmp_path / "a.jsonl")) == expected(mockserver)  # its own discovery
     assert reports(tmp_path / "a.jsonl") == []  # no report built on a misread share
-    for key in server.keys(prefix + "*"):
+    for key in server.keys("sitemap:*"):  # the refused worker's queue too (parametrized)
         server.delete(key)

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from tests.utils.crawl import scrapy_crawl
 
 if TYPE_CHECKING:
@@ -95,10 +97,11 @@ def test_seen_urls_survive_a_new_process(tmp_path: Path) -> None:
         assert result.stdout.split() == ["1000", "True"]
 
 
-def _old_format_table(urls: list[str]) -> Any:
-    """A ``SeenUrls`` as the versions before issue 33's decision 2 pickled it: 64-bit
-    BLAKE2b values in one array, its three slots as ``pickle`` writes a class with
-    ``__slots__`` (``(None, {slot: value})``), no format mark."""
+def _old_format_table(urls: list[str], layout: int) -> Any:
+    """A ``SeenUrls`` as an older version pickled it, its slots as ``pickle`` writes a class
+    with ``__slots__`` (``(None, {slot: value})``). Layout 1, before issue 33's decision 2:
+    64-bit BLAKE2b values in one array, no format mark. Layout 2: 96-bit XXH3 digests in
+    one flat table (the high halves in one array, the low halves in another)."""
     from array import array
     from hashlib import blake2b
 
@@ -106,27 +109,36 @@ def _old_format_table(urls: list[str]) -> Any:
 
     size = 1 << 16
     table = array("Q", bytes(8 * size))
+    lows = array("I", bytes(4 * size))
     for url in urls:
-        value = int.from_bytes(blake2b(url.encode(), digest_size=8).digest(), "little") or 1
+        if layout == 1:
+            value = int.from_bytes(blake2b(url.encode(), digest_size=8).digest(), "little") or 1
+            low = 0
+        else:
+            digest = SeenUrls.hash(url)
+            value, low = digest >> 32, digest & 0xFFFF_FFFF
         index = value & (size - 1)
         while table[index]:
             index = (index + 1) & (size - 1)
         table[index] = value
+        lows[index] = low
+    slots: dict[str, Any] = {"_count": len(urls), "_mask": size - 1, "_table": table}
+    if layout == 2:
+        slots.update({"_low": lows, "_format": 2})
     old = SeenUrls.__new__(SeenUrls)
-    old.__setstate__((None, {"_count": len(urls), "_mask": size - 1, "_table": table}))
-    assert old.__reduce_ex__(4)[2] == (
-        None,
-        {"_count": len(urls), "_mask": size - 1, "_table": table},
-    )
+    old.__setstate__((None, slots))
+    assert old.__reduce_ex__(4)[2] == (None, slots)
     return old
 
 
-def test_a_paused_crawl_of_the_old_table_format_is_refused(
-    site: Callable[[str], MockServer], tmp_path: Path
+@pytest.mark.parametrize("layout", [1, 2])
+def test_a_paused_crawl_of_an_old_table_layout_is_refused(
+    site: Callable[[str], MockServer], tmp_path: Path, layout: int
 ) -> None:
-    """A JOBDIR paused by a version that kept 64-bit BLAKE2b values is never misread: the
-    crawl ends with ``bad_state`` and one error line, emits nothing, and leaves the paused
-    state as it was (the version that wrote it can still finish it)."""
+    """A JOBDIR paused by a version that kept 64-bit BLAKE2b values (layout 1), or 96-bit
+    digests in one flat table (layout 2), is never misread: the crawl ends with
+    ``bad_state`` and one error line, emits nothing, and leaves the paused state as it was
+    (the version that wrote it can still finish it)."""
     import pickle
 
     server = site("basic")
@@ -138,7 +150,7 @@ def test_a_paused_crawl_of_the_old_table_format_is_refused(
     assert emitted
     state_file = jobdir / "spider.state"
     state = pickle.loads(state_file.read_bytes())
-    state["sitemapcrawl"]["seen"] = _old_format_table([row["url"] for row in emitted])
+    state["sitemapcrawl"]["seen"] = _old_format_table([row["url"] for row in emitted], layout)
     old = pickle.dumps(state, protocol=4)
     state_file.write_bytes(old)
     assert pickle.loads(old)["sitemapcrawl"]["seen"].stale

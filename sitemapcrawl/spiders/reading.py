@@ -470,15 +470,15 @@ class SitemapReading:
 def paused_refusal(saved: dict[str, Any]) -> str | None:
     """Why the reading a paused crawl kept (:meth:`SitemapReading.saved`) cannot be
     restored (None: it can): a URL table of an older format, whose keys this version
-    cannot compare with its own."""
+    cannot compare with its own, or of another layout."""
     seen = saved.get("seen")
     if isinstance(seen, SeenUrls) and not seen.stale:
         return None
     return (
         "the paused crawl in JOBDIR was written by an older sitemapcrawl (its table of "
-        "emitted URLs holds 64-bit BLAKE2b values, this version keeps 96-bit XXH3 "
-        "digests); finish it with the version that paused it, or start again with a "
-        "new JOBDIR"
+        "emitted URLs holds 64-bit BLAKE2b values, or 96-bit digests in one flat table; "
+        "this version keeps 96-bit XXH3 digests in 256 shards); finish it with the "
+        "version that paused it, or start again with a new JOBDIR"
     )
 
 
