@@ -41,6 +41,12 @@ EXACT = {
     "SITEMAPCRAWL_INCREMENTAL_FIRST_AUDIT": 0,
     "CONCURRENT_REQUESTS": 4,
 }
+# Every segment re-sampled on every run (the verdicts move run by run).
+EVERY_RUN = {
+    "SITEMAPCRAWL_RESAMPLE_DAYS": 0,
+    "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
+    "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 1,
+}
 
 
 def iso(value: dt.datetime) -> str:
@@ -177,6 +183,19 @@ def paths(log: list[dict[str, Any]], prefix: str) -> list[str]:
     return sorted(e["path"] for e in log if e["path"].startswith(prefix))
 
 
+async def trusted_posts(built: Site, server: MockServer, state: Path) -> None:
+    """Runs 1-7: a first crawl, then six runs of honest edits (the lastmod moving with
+    each, every segment re-sampled): the posts' segment is TRUSTED."""
+    await run(server, state, sample="on")
+    for posts_edited in [range(12), range(12, 24), [0, 1], [2, 3], [4, 5], [6, 7]]:
+        built.edit(*posts_edited)
+        _, report, _, _ = await run(
+            server, state, EVERY_RUN, sample="on", since="last", pages="refetch"
+        )
+    posts = report["segments"][1]
+    assert (posts["segment"], posts["verdict"]) == (POSTS_SEG, "TRUSTED")
+
+
 def sitemap_requests(log: list[dict[str, Any]]) -> dict[str, str | None]:
     """Sitemap path -> the If-None-Match it carried."""
     found = {}
@@ -296,15 +315,10 @@ async def test_cross_run_score_promotes_then_demotes(
     _, report1, _, _ = await run(server, state, sample="on")
     assert verdicts(report1)[POSTS_SEG] == "PROVISIONAL"
     # sample a verified segment every run
-    every_run = {
-        "SITEMAPCRAWL_RESAMPLE_DAYS": 0,
-        "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
-        "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 1,
-    }
 
     built.edit(*range(12))
     _, report2, _, _ = await run(
-        server, state, every_run, sample="on", since="last", pages="refetch"
+        server, state, EVERY_RUN, sample="on", since="last", pages="refetch"
     )
     posts2 = report2["segments"][1]
     assert posts2["segment"] == POSTS_SEG
@@ -316,7 +330,7 @@ async def test_cross_run_score_promotes_then_demotes(
 
     built.edit(*range(12, 24))
     _, report3, _, _ = await run(
-        server, state, every_run, sample="on", since="last", pages="refetch"
+        server, state, EVERY_RUN, sample="on", since="last", pages="refetch"
     )
     posts3 = report3["segments"][1]
     assert posts3["verdict"] == "TRUSTED"
@@ -325,7 +339,7 @@ async def test_cross_run_score_promotes_then_demotes(
 
     built.edit(*range(8), lastmod=False)
     items4, report4, _, _log4 = await run(
-        server, state, every_run, sample="on", since="last", pages="refetch"
+        server, state, EVERY_RUN, sample="on", since="last", pages="refetch"
     )
     posts4 = report4["segments"][1]
     assert posts4["static_verdict"] == "PROVISIONAL"  # the pages' own dates agree…
@@ -1458,20 +1472,7 @@ async def test_a_quiet_stretch_its_history_makes_unlikely_is_audited_once(
     in the same quiet stretch."""
     built, server = site
     state = tmp_path / "state.sqlite"
-    every_run = {
-        "SITEMAPCRAWL_RESAMPLE_DAYS": 0,
-        "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
-        "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 1,
-    }
-    await run(server, state, sample="on")
-    edits = [range(12), range(12, 24), [0, 1], [2, 3], [4, 5], [6, 7]]
-    for posts_edited in edits:  # runs 2-7: honest edits, the lastmod moving with each
-        built.edit(*posts_edited)
-        _, report, _, _ = await run(
-            server, state, every_run, sample="on", since="last", pages="refetch"
-        )
-    posts = report["segments"][1]
-    assert (posts["segment"], posts["verdict"]) == (POSTS_SEG, "TRUSTED")
+    await trusted_posts(built, server, state)
     quiet_runs = []
     for _ in range(4):  # runs 8-11: nothing changes, nothing moves (resampled by days only)
         _, report, _, _ = await run(server, state, sample="on", since="last", pages="refetch")
@@ -1518,18 +1519,7 @@ async def test_a_sitemap_that_stops_reporting_is_stale_once_the_alarm_audit_find
     red verdict waits for its clean runs (verify.refetch.quiet.stopped_after)."""
     built, server = site
     state = tmp_path / "state.sqlite"
-    every_run = {
-        "SITEMAPCRAWL_RESAMPLE_DAYS": 0,
-        "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
-        "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 1,
-    }
-    await run(server, state, sample="on")
-    for posts_edited in [range(12), range(12, 24), [0, 1], [2, 3], [4, 5], [6, 7]]:
-        built.edit(*posts_edited)
-        _, report, _, _ = await run(
-            server, state, every_run, sample="on", since="last", pages="refetch"
-        )
-    assert report["segments"][1]["verdict"] == "TRUSTED"
+    await trusted_posts(built, server, state)
     verdicts = []
     for frozen_edit in [[], [20], [21], []]:  # runs 8-11: the sitemap stands still
         if frozen_edit:
@@ -1576,7 +1566,7 @@ async def test_a_sitemap_that_stops_reporting_is_stale_once_the_alarm_audit_find
     verdicts = []
     for _ in range(3):
         _, report, _, _ = await run(
-            server, state, every_run, sample="on", since="last", pages="refetch"
+            server, state, EVERY_RUN, sample="on", since="last", pages="refetch"
         )
         verdicts.append(report["segments"][1]["verdict"])
     assert verdicts == ["STALE", "PROVISIONAL", "TRUSTED"]
@@ -1598,11 +1588,6 @@ async def test_the_quiet_alarm_reads_the_whole_sites_moves(
     runs before the posts were trusted as still ones."""
     built, server = site
     state = tmp_path / "state.sqlite"
-    every_run = {
-        "SITEMAPCRAWL_RESAMPLE_DAYS": 0,
-        "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
-        "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 1,
-    }
     built.now -= dt.timedelta(hours=3)
     built.write()
     await run(server, state, sample="on")
@@ -1614,7 +1599,7 @@ async def test_the_quiet_alarm_reads_the_whole_sites_moves(
         built.now += dt.timedelta(minutes=1)
         built.write()
         _, report, _, _ = await run(
-            server, state, every_run, sample="on", since="last", pages="refetch"
+            server, state, EVERY_RUN, sample="on", since="last", pages="refetch"
         )
     assert [(s["segment"], s["verdict"]) for s in report["segments"]] == [
         (PAGES_SEG, "GENERATION_TIME"),
@@ -1639,18 +1624,7 @@ async def test_a_routine_audits_miss_in_the_stretch_makes_the_alarm_stale_at_onc
     sounds, needs no audit of its own to say the sitemap has stopped reporting."""
     built, server = site
     state = tmp_path / "state.sqlite"
-    every_run = {
-        "SITEMAPCRAWL_RESAMPLE_DAYS": 0,
-        "SITEMAPCRAWL_RESAMPLE_TRUSTED_DAYS": 0,
-        "SITEMAPCRAWL_RESAMPLE_TRUSTED_RUNS": 1,
-    }
-    await run(server, state, sample="on")
-    for posts_edited in [range(12), range(12, 24), [0, 1], [2, 3], [4, 5], [6, 7]]:
-        built.edit(*posts_edited)
-        _, report, _, _ = await run(
-            server, state, every_run, sample="on", since="last", pages="refetch"
-        )
-    assert report["segments"][1]["verdict"] == "TRUSTED"
+    await trusted_posts(built, server, state)
     audit_all = {
         **EXACT,
         "SITEMAPCRAWL_INCREMENTAL_AUDIT_TRUSTED": 1.0,
